@@ -1,0 +1,198 @@
+//! `DeltaFifo`: a queue of per-key delta lists (client-go's `DeltaFIFO`).
+//!
+//! Invariants:
+//! - Each key appears at most once in `order`, exactly when `items` holds a non-empty delta
+//!   list for it. A key keeps its place while more deltas are appended to it.
+//! - Two consecutive `Deleted` deltas of one key collapse into one; the one seen by the
+//!   watch wins over a tombstone.
+//! - A `Sync` delta is only queued for a key with no pending deltas.
+//! - After `replace_finish(seen)`, each key not in `seen` that is pending in the queue with a
+//!   last delta other than `Deleted`, or that is in the store, has a tombstone queued.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use kube_core::Resource;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::delta::{Delta, DeltaType};
+use crate::indexer::Indexer;
+use crate::key::ObjectKey;
+use crate::queue::{Popped, Population, Queue};
+
+struct State<K> {
+    items: HashMap<ObjectKey, Vec<Delta<K>>>,
+    order: VecDeque<ObjectKey>,
+    population: Population,
+    closed: bool,
+}
+
+/// A queue that groups deltas per key; see the module documentation.
+pub struct DeltaFifo<K> {
+    state: Mutex<State<K>>,
+    notify: Notify,
+    known: Arc<Indexer<K>>,
+}
+
+impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
+    /// A queue whose deletion detection and resync read `known` (the informer's store).
+    pub fn new(known: Arc<Indexer<K>>) -> Self {
+        DeltaFifo {
+            state: Mutex::new(State {
+                items: HashMap::new(),
+                order: VecDeque::new(),
+                population: Population::default(),
+                closed: false,
+            }),
+            notify: Notify::new(),
+            known,
+        }
+    }
+
+    fn push(&self, st: &mut State<K>, delta: Delta<K>) {
+        let key = delta.key.clone();
+        let list = st.items.entry(key.clone()).or_default();
+        if delta.kind == DeltaType::Sync && !list.is_empty() {
+            return;
+        }
+        let was_empty = list.is_empty();
+        list.push(delta);
+        dedup_deletions(list);
+        if was_empty {
+            st.order.push_back(key);
+        }
+        self.notify.notify_one();
+    }
+
+    fn queue_object(&self, kind: DeltaType, obj: Arc<K>, populate: bool) {
+        let Some(key) = ObjectKey::of(&*obj) else {
+            tracing::warn!("dropping an object without metadata.name");
+            return;
+        };
+        let mut st = self.state.lock();
+        if populate {
+            let queued = st.order.len();
+            st.population.populate(queued);
+        }
+        self.push(&mut st, Delta::new(kind, key, obj));
+    }
+}
+
+fn dedup_deletions<K>(list: &mut Vec<Delta<K>>) {
+    let n = list.len();
+    if n < 2 {
+        return;
+    }
+    let (a, b) = (&list[n - 2], &list[n - 1]);
+    if a.kind == DeltaType::Deleted && b.kind == DeltaType::Deleted {
+        // Keep the observed deletion over a tombstone; otherwise the newer one.
+        if b.is_tombstone() {
+            list.pop();
+        } else {
+            list.remove(n - 2);
+        }
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
+    fn add(&self, obj: Arc<K>) {
+        self.queue_object(DeltaType::Added, obj, true);
+    }
+
+    fn update(&self, obj: Arc<K>) {
+        self.queue_object(DeltaType::Updated, obj, true);
+    }
+
+    fn delete(&self, obj: Arc<K>) {
+        self.queue_object(DeltaType::Deleted, obj, true);
+    }
+
+    fn replace_item(&self, obj: Arc<K>) {
+        self.queue_object(DeltaType::Replaced, obj, false);
+    }
+
+    fn replace_finish(&self, seen: &HashSet<ObjectKey>) {
+        let mut st = self.state.lock();
+        let mut tombstones: Vec<(ObjectKey, Arc<K>)> = Vec::new();
+        for (key, deltas) in st.items.iter() {
+            if seen.contains(key) {
+                continue;
+            }
+            if let Some(last) = deltas.last() {
+                if last.kind != DeltaType::Deleted {
+                    tombstones.push((key.clone(), last.object.object().clone()));
+                }
+            }
+        }
+        let pending: HashSet<ObjectKey> = tombstones.iter().map(|(k, _)| k.clone()).collect();
+        self.known.for_each(|key, obj| {
+            if !seen.contains(key) && !pending.contains(key) {
+                let already_deleted = st
+                    .items
+                    .get(key)
+                    .and_then(|d| d.last())
+                    .is_some_and(|d| d.kind == DeltaType::Deleted);
+                if !already_deleted {
+                    tombstones.push((key.clone(), obj.clone()));
+                }
+            }
+        });
+        for (key, obj) in tombstones {
+            self.push(&mut st, Delta::tombstone(key, obj));
+        }
+        let queued = st.order.len();
+        st.population.populate(queued);
+        self.notify.notify_one();
+    }
+
+    fn resync(&self) {
+        let mut st = self.state.lock();
+        for (key, obj) in self.known.entries() {
+            self.push(&mut st, Delta::new(DeltaType::Sync, key, obj));
+        }
+    }
+
+    fn pop<'a, R: Send + 'a>(
+        &'a self,
+        apply: impl FnOnce(Popped<K>) -> R + Send + 'a,
+    ) -> impl std::future::Future<Output = Option<R>> + Send + 'a {
+        async move {
+            let mut apply = Some(apply);
+            loop {
+                let notified = self.notify.notified();
+                {
+                    let mut st = self.state.lock();
+                    if st.closed {
+                        return None;
+                    }
+                    if let Some(key) = st.order.pop_front() {
+                        let deltas = st.items.remove(&key).unwrap_or_default();
+                        let is_in_initial_list = st.population.on_pop();
+                        let apply = apply.take().expect("apply is called once");
+                        return Some(apply(Popped { deltas, is_in_initial_list }));
+                    }
+                }
+                notified.await;
+            }
+        }
+    }
+
+    fn has_synced(&self) -> bool {
+        self.state.lock().population.has_synced()
+    }
+
+    fn len(&self) -> usize {
+        self.state.lock().order.len()
+    }
+
+    fn close(&self) {
+        let mut st = self.state.lock();
+        st.closed = true;
+        st.items.clear();
+        st.order.clear();
+        drop(st);
+        self.notify.notify_waiters();
+        self.notify.notify_one();
+    }
+}

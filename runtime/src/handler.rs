@@ -1,0 +1,290 @@
+//! Event handlers and the per-handler queues that feed them (client-go's
+//! `ResourceEventHandler` and `processorListener`).
+//!
+//! Invariants:
+//! - Every handler has its own unbounded queue and its own thread, so a slow or blocked
+//!   handler never delays another one or the informer; events reach each handler in the
+//!   order the informer applied them to its store.
+//! - A handler that panics is logged; the panicking event is skipped and the handler keeps
+//!   receiving later events.
+//! - `queue_depth` counts events queued and not yet fully handled (the one being handled
+//!   included).
+//! - A registration's `has_synced` is true once the informer has synced and this handler
+//!   has finished handling every event flagged `is_in_initial_list` it was given.
+//! - After removal, a handler is called for no further event.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::{Notify, mpsc};
+
+use crate::delta::DeletedObject;
+
+/// A change delivered to handlers and streams.
+#[derive(Debug)]
+pub enum Event<K> {
+    /// An object appeared in the cache.
+    Add {
+        /// The object.
+        obj: Arc<K>,
+        /// True when the object came from the informer's initial list (or from the replay of
+        /// the store to a handler added late).
+        is_in_initial_list: bool,
+    },
+    /// An object in the cache changed, or was resynced (then `old` and `new` are the same
+    /// object) or relisted (then their resourceVersions may be equal).
+    Update {
+        /// The previous state.
+        old: Arc<K>,
+        /// The new state.
+        new: Arc<K>,
+    },
+    /// An object left the cache.
+    Delete(DeletedObject<K>),
+}
+
+impl<K> Clone for Event<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Event::Add { obj, is_in_initial_list } => Event::Add { obj: obj.clone(), is_in_initial_list: *is_in_initial_list },
+            Event::Update { old, new } => Event::Update { old: old.clone(), new: new.clone() },
+            Event::Delete(d) => Event::Delete(d.clone()),
+        }
+    }
+}
+
+impl<K> Event<K> {
+    fn is_initial_add(&self) -> bool {
+        matches!(self, Event::Add { is_in_initial_list: true, .. })
+    }
+}
+
+/// Receives the events of an informer on the handler's own thread.
+pub trait EventHandler<K>: Send + 'static {
+    /// Called for every event; by default dispatches to `on_add`, `on_update`, `on_delete`.
+    fn on_event(&mut self, event: &Event<K>) {
+        match event {
+            Event::Add { obj, is_in_initial_list } => self.on_add(obj, *is_in_initial_list),
+            Event::Update { old, new } => self.on_update(old, new),
+            Event::Delete(d) => self.on_delete(d),
+        }
+    }
+    /// An object was added.
+    fn on_add(&mut self, _obj: &Arc<K>, _is_in_initial_list: bool) {}
+    /// An object was updated.
+    fn on_update(&mut self, _old: &Arc<K>, _new: &Arc<K>) {}
+    /// An object was deleted.
+    fn on_delete(&mut self, _obj: &DeletedObject<K>) {}
+}
+
+/// An [`EventHandler`] made of one closure over [`Event`].
+pub struct HandlerFn<F>(pub F);
+
+impl<K, F> EventHandler<K> for HandlerFn<F>
+where
+    F: FnMut(&Event<K>) + Send + 'static,
+{
+    fn on_event(&mut self, event: &Event<K>) {
+        (self.0)(event)
+    }
+}
+
+/// Options of one handler.
+#[derive(Debug, Clone, Default)]
+pub struct HandlerOptions {
+    /// Resync period of this handler; `None` uses the informer's default.
+    /// `Some(Duration::ZERO)` disables resync for this handler.
+    pub resync_period: Option<Duration>,
+    /// Upper bound of the handler's queue. When it is reached, the informer waits for the
+    /// handler before applying the next change (trading isolation for memory). `None`:
+    /// unbounded, the default.
+    pub queue_bound: Option<usize>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Counters shared between a listener, its consumer and its registration.
+#[derive(Debug, Default)]
+pub(crate) struct ListenerShared {
+    pub(crate) depth: AtomicUsize,
+    pub(crate) initial_pending: AtomicUsize,
+    pub(crate) stopped: AtomicBool,
+    pub(crate) drained: Notify,
+}
+
+/// The informer's side of one handler: where its events are queued.
+pub(crate) struct Listener<K> {
+    pub(crate) id: u64,
+    tx: mpsc::UnboundedSender<Event<K>>,
+    pub(crate) shared: Arc<ListenerShared>,
+    pub(crate) bound: Option<usize>,
+    pub(crate) resync_period: Duration,
+    pub(crate) next_resync: parking_lot::Mutex<tokio::time::Instant>,
+}
+
+impl<K> Listener<K> {
+    /// Queues `event`; false when the consumer is gone.
+    pub(crate) fn send(&self, event: Event<K>) -> bool {
+        if self.shared.stopped.load(Ordering::Acquire) {
+            return false;
+        }
+        let initial = event.is_initial_add();
+        self.shared.depth.fetch_add(1, Ordering::AcqRel);
+        if initial {
+            self.shared.initial_pending.fetch_add(1, Ordering::AcqRel);
+        }
+        if self.tx.send(event).is_err() {
+            self.shared.depth.fetch_sub(1, Ordering::AcqRel);
+            if initial {
+                self.shared.initial_pending.fetch_sub(1, Ordering::AcqRel);
+            }
+            return false;
+        }
+        true
+    }
+
+    /// Waits until the queue is within its bound (immediately when unbounded).
+    pub(crate) async fn wait_within_bound(&self) {
+        let Some(bound) = self.bound else { return };
+        loop {
+            let notified = self.shared.drained.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.shared.depth.load(Ordering::Acquire) <= bound || self.shared.stopped.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
+    if event.is_initial_add() {
+        shared.initial_pending.fetch_sub(1, Ordering::AcqRel);
+    }
+    shared.depth.fetch_sub(1, Ordering::AcqRel);
+    shared.drained.notify_waiters();
+}
+
+/// Creates a listener and its receiving end.
+pub(crate) fn listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, mpsc::UnboundedReceiver<Event<K>>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let l = Listener {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        tx,
+        shared: Arc::new(ListenerShared::default()),
+        bound: opts.queue_bound,
+        resync_period,
+        next_resync: parking_lot::Mutex::new(tokio::time::Instant::now() + resync_period),
+    };
+    (l, rx)
+}
+
+/// Runs `handler` over `rx` on a dedicated thread until the informer drops the listener.
+pub(crate) fn spawn_handler_thread<K: Send + Sync + 'static>(
+    id: u64,
+    mut handler: Box<dyn EventHandler<K>>,
+    mut rx: mpsc::UnboundedReceiver<Event<K>>,
+    shared: Arc<ListenerShared>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("informer-handler-{id}")).spawn(move || {
+        while let Some(event) = rx.blocking_recv() {
+            if !shared.stopped.load(Ordering::Acquire) {
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| handler.on_event(&event))) {
+                    tracing::error!(handler = id, panic = %panic_message(&panic), "event handler panicked; event skipped");
+                }
+            }
+            done_one(&shared, &event);
+        }
+    })
+}
+
+fn panic_message(p: &Box<dyn Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic".to_string()
+    }
+}
+
+/// A handle on one added handler or stream.
+#[derive(Clone)]
+pub struct HandlerRegistration {
+    pub(crate) id: u64,
+    pub(crate) shared: Arc<ListenerShared>,
+    pub(crate) informer_synced: Arc<dyn Fn() -> bool + Send + Sync>,
+}
+
+impl std::fmt::Debug for HandlerRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlerRegistration").field("id", &self.id).field("depth", &self.queue_depth()).finish()
+    }
+}
+
+impl HandlerRegistration {
+    /// True once the informer has synced and this handler has handled all of its initial
+    /// events.
+    pub fn has_synced(&self) -> bool {
+        (self.informer_synced)() && self.shared.initial_pending.load(Ordering::Acquire) == 0
+    }
+
+    /// Events queued for this handler and not yet handled.
+    pub fn queue_depth(&self) -> usize {
+        self.shared.depth.load(Ordering::Acquire)
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced).
+    pub async fn wait_for_sync(&self) {
+        while !self.has_synced() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// True after the handler was removed.
+    pub fn is_removed(&self) -> bool {
+        self.shared.stopped.load(Ordering::Acquire)
+    }
+}
+
+/// A `Stream` of an informer's events, for users of kube-runtime's style. Dropping it
+/// unregisters it.
+pub struct EventStream<K> {
+    pub(crate) rx: mpsc::UnboundedReceiver<Event<K>>,
+    pub(crate) registration: HandlerRegistration,
+}
+
+impl<K> EventStream<K> {
+    /// The registration of this stream (sync state and queue depth).
+    pub fn registration(&self) -> &HandlerRegistration {
+        &self.registration
+    }
+}
+
+impl<K> Stream for EventStream<K> {
+    type Item = Event<K>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event<K>>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(ev)) => {
+                done_one(&self.registration.shared, &ev);
+                Poll::Ready(Some(ev))
+            }
+            other => other,
+        }
+    }
+}
+
+impl<K> Drop for EventStream<K> {
+    fn drop(&mut self) {
+        self.registration.shared.stopped.store(true, Ordering::Release);
+        self.registration.shared.drained.notify_waiters();
+    }
+}

@@ -1,0 +1,500 @@
+//! `SharedIndexInformer<K>`: one reflector, one queue and one indexed store shared by any
+//! number of handlers and streams (client-go's `sharedIndexInformer`).
+//!
+//! Invariants:
+//! - Every change is applied to the store and handed to every handler's queue while the
+//!   queue and the handler list are locked, so a handler added at any moment is replayed
+//!   exactly the store's content (as adds with `is_in_initial_list = true`) and then gets
+//!   exactly the changes applied after that replay: no change is missed or seen twice.
+//! - Objects are shared as `Arc<K>` between the store and all handlers; nothing is cloned
+//!   per handler.
+//! - `Sync` deltas (periodic resync) reach only the handlers whose resync period is due;
+//!   every other change reaches every handler. An update from a relist whose
+//!   resourceVersion did not change is delivered to every handler, as client-go does for
+//!   handlers that did not ask for resync (client-go's `syncingListeners` default).
+//! - `has_synced` is the queue's: true once the first list has been fully applied.
+//! - Transforms and the error hook are fixed at `start`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use kube_core::Resource;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::delta::{DeletedObject, DeltaObject, DeltaType};
+use crate::delta_fifo::DeltaFifo;
+use crate::error::Error;
+use crate::handler::{
+    EventHandler, EventStream, HandlerOptions, HandlerRegistration, Listener, listener, spawn_handler_thread,
+};
+use crate::handler::Event;
+use crate::indexer::{IndexFunc, IndexError, Indexer};
+use crate::lister::Lister;
+use crate::lister_watcher::{BoxListerWatcher, ListerWatcher};
+use crate::queue::{Popped, Queue, QueueMode};
+use crate::real_fifo::InOrderFifo;
+use crate::reflector::{Reflector, ReflectorConfig, ReflectorState, WatchErrorHandler};
+use crate::transform::TransformFn;
+
+/// The shortest resync period a handler can get (client-go's `minimumResyncPeriod`).
+pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// Settings of a [`SharedIndexInformer`].
+#[derive(Debug, Clone)]
+pub struct InformerOptions {
+    /// The resource (plural) this informer caches, for errors and logs.
+    pub resource: String,
+    /// Default resync period of handlers; zero for none.
+    pub resync_period: Duration,
+    /// The queue between the reflector and the store.
+    pub queue_mode: QueueMode,
+    /// Settings of the reflector.
+    pub reflector: ReflectorConfig,
+}
+
+impl Default for InformerOptions {
+    fn default() -> Self {
+        InformerOptions {
+            resource: String::new(),
+            resync_period: Duration::ZERO,
+            queue_mode: QueueMode::default(),
+            reflector: ReflectorConfig::default(),
+        }
+    }
+}
+
+/// The queue an informer uses, chosen at construction.
+enum AnyQueue<K> {
+    InOrder(InOrderFifo<K>),
+    Delta(DeltaFifo<K>),
+}
+
+macro_rules! delegate {
+    ($self:ident, $q:ident => $e:expr) => {
+        match $self {
+            AnyQueue::InOrder($q) => $e,
+            AnyQueue::Delta($q) => $e,
+        }
+    };
+}
+
+impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
+    fn add(&self, obj: Arc<K>) {
+        delegate!(self, q => q.add(obj))
+    }
+    fn update(&self, obj: Arc<K>) {
+        delegate!(self, q => q.update(obj))
+    }
+    fn delete(&self, obj: Arc<K>) {
+        delegate!(self, q => q.delete(obj))
+    }
+    fn replace_item(&self, obj: Arc<K>) {
+        delegate!(self, q => q.replace_item(obj))
+    }
+    fn replace_finish(&self, seen: &HashSet<crate::ObjectKey>) {
+        delegate!(self, q => q.replace_finish(seen))
+    }
+    fn resync(&self) {
+        delegate!(self, q => q.resync())
+    }
+    fn pop<'a, R: Send + 'a>(
+        &'a self,
+        apply: impl FnOnce(Popped<K>) -> R + Send + 'a,
+    ) -> impl std::future::Future<Output = Option<R>> + Send + 'a {
+        async move {
+            match self {
+                AnyQueue::InOrder(q) => q.pop(apply).await,
+                AnyQueue::Delta(q) => q.pop(apply).await,
+            }
+        }
+    }
+    fn has_synced(&self) -> bool {
+        delegate!(self, q => q.has_synced())
+    }
+    fn len(&self) -> usize {
+        delegate!(self, q => q.len())
+    }
+    fn close(&self) {
+        delegate!(self, q => q.close())
+    }
+}
+
+struct Inner<K> {
+    options: InformerOptions,
+    lw: BoxListerWatcher<K>,
+    indexer: Arc<Indexer<K>>,
+    queue: Arc<AnyQueue<K>>,
+    listeners: Mutex<Vec<Arc<Listener<K>>>>,
+    syncing: Mutex<HashSet<u64>>,
+    transform: Mutex<Option<TransformFn<K>>>,
+    error_handler: Mutex<Option<WatchErrorHandler>>,
+    started: AtomicBool,
+    cancel: CancellationToken,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    reflector_state: Arc<ReflectorState>,
+    resync_changed: Notify,
+}
+
+/// A shared informer over objects of type `K`; cheap to clone (all clones are one informer).
+pub struct SharedIndexInformer<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        SharedIndexInformer { inner: self.inner.clone() }
+    }
+}
+
+impl<K> std::fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("resource", &self.inner.options.resource)
+            .field("started", &self.inner.started.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
+    /// An informer over `lw`; nothing runs until [`start`](Self::start).
+    pub fn new(lw: impl ListerWatcher<K>, options: InformerOptions) -> Self {
+        let indexer = Arc::new(Indexer::new());
+        let queue = Arc::new(match options.queue_mode {
+            QueueMode::InOrder => AnyQueue::InOrder(InOrderFifo::new(indexer.clone())),
+            QueueMode::DeltaFifo => AnyQueue::Delta(DeltaFifo::new(indexer.clone())),
+        });
+        SharedIndexInformer {
+            inner: Arc::new(Inner {
+                options,
+                lw: BoxListerWatcher::new(lw),
+                indexer,
+                queue,
+                listeners: Mutex::new(Vec::new()),
+                syncing: Mutex::new(HashSet::new()),
+                transform: Mutex::new(None),
+                error_handler: Mutex::new(None),
+                started: AtomicBool::new(false),
+                cancel: CancellationToken::new(),
+                tasks: Mutex::new(Vec::new()),
+                threads: Mutex::new(Vec::new()),
+                reflector_state: Arc::new(ReflectorState::default()),
+                resync_changed: Notify::new(),
+            }),
+        }
+    }
+
+    /// The informer's settings.
+    pub fn options(&self) -> &InformerOptions {
+        &self.inner.options
+    }
+
+    /// Sets the transform run once on each object before it is stored. Fails after start.
+    pub fn set_transform(&self, transform: TransformFn<K>) -> Result<(), Error> {
+        if self.inner.started.load(Ordering::Acquire) {
+            return Err(Error::AlreadyStarted);
+        }
+        *self.inner.transform.lock() = Some(transform);
+        Ok(())
+    }
+
+    /// Sets the hook called with every list or watch error. Fails after start.
+    pub fn set_watch_error_handler(&self, handler: impl Fn(&Error) + Send + Sync + 'static) -> Result<(), Error> {
+        if self.inner.started.load(Ordering::Acquire) {
+            return Err(Error::AlreadyStarted);
+        }
+        *self.inner.error_handler.lock() = Some(Arc::new(handler));
+        Ok(())
+    }
+
+    /// Adds index functions, also over objects already cached.
+    pub fn add_indexers(&self, indexers: impl IntoIterator<Item = (String, IndexFunc<K>)>) -> Result<(), IndexError> {
+        self.inner.indexer.add_indexers(indexers)
+    }
+
+    /// The informer's store.
+    pub fn indexer(&self) -> &Arc<Indexer<K>> {
+        &self.inner.indexer
+    }
+
+    /// A lister over the informer's store.
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.inner.indexer.clone(), &self.inner.options.resource)
+    }
+
+    /// True once the first list has been applied to the store.
+    pub fn has_synced(&self) -> bool {
+        self.inner.queue.has_synced()
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced); `false` if the informer was shut down first.
+    pub async fn wait_for_sync(&self) -> bool {
+        loop {
+            if self.has_synced() {
+                return true;
+            }
+            if self.inner.cancel.is_cancelled() {
+                return false;
+            }
+            tokio::select! {
+                _ = self.inner.cancel.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+    }
+
+    /// The resourceVersion the cache is at.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner.reflector_state.last_sync_resource_version()
+    }
+
+    /// The reflector's observable state.
+    pub fn reflector_state(&self) -> &Arc<ReflectorState> {
+        &self.inner.reflector_state
+    }
+
+    /// Whether `start` was called.
+    pub fn is_started(&self) -> bool {
+        self.inner.started.load(Ordering::Acquire)
+    }
+
+    /// Whether `shutdown` was called.
+    pub fn is_stopped(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Number of deltas waiting between the reflector and the store.
+    pub fn queue_len(&self) -> usize {
+        self.inner.queue.len()
+    }
+
+    /// Adds a handler with the informer's default options. It is first replayed the
+    /// current store; see [`HandlerRegistration`].
+    pub fn add_event_handler(&self, handler: impl EventHandler<K>) -> Result<HandlerRegistration, Error> {
+        self.add_event_handler_with(handler, HandlerOptions::default())
+    }
+
+    /// Adds a handler with its own resync period and queue bound.
+    pub fn add_event_handler_with(
+        &self,
+        handler: impl EventHandler<K>,
+        opts: HandlerOptions,
+    ) -> Result<HandlerRegistration, Error>
+    where
+        K: Send + Sync,
+    {
+        let (l, rx) = self.new_listener(&opts)?;
+        let thread = spawn_handler_thread(l.id, Box::new(handler), rx, l.shared.clone())
+            .map_err(|e| Error::Transport(format!("cannot spawn handler thread: {e}")))?;
+        self.inner.threads.lock().push(thread);
+        Ok(self.register(l))
+    }
+
+    /// A stream of events, replayed the current store first; dropping it unregisters it.
+    pub fn stream(&self) -> Result<EventStream<K>, Error> {
+        self.stream_with(HandlerOptions::default())
+    }
+
+    /// A stream with its own resync period and queue bound.
+    pub fn stream_with(&self, opts: HandlerOptions) -> Result<EventStream<K>, Error> {
+        let (l, rx) = self.new_listener(&opts)?;
+        let registration = self.register(l);
+        Ok(EventStream { rx, registration })
+    }
+
+    /// Removes a handler or stream; it gets no further event.
+    pub fn remove_event_handler(&self, registration: &HandlerRegistration) {
+        let mut listeners = self.inner.listeners.lock();
+        listeners.retain(|l| l.id != registration.id);
+        registration.shared.stopped.store(true, Ordering::Release);
+        registration.shared.drained.notify_waiters();
+    }
+
+    /// Number of registered handlers and streams.
+    pub fn handler_count(&self) -> usize {
+        let mut listeners = self.inner.listeners.lock();
+        listeners.retain(|l| !l.shared.stopped.load(Ordering::Acquire));
+        listeners.len()
+    }
+
+    fn new_listener(&self, opts: &HandlerOptions) -> Result<(Listener<K>, tokio::sync::mpsc::UnboundedReceiver<Event<K>>), Error> {
+        if self.inner.cancel.is_cancelled() {
+            return Err(Error::ShutDown);
+        }
+        let mut resync = opts.resync_period.unwrap_or(self.inner.options.resync_period);
+        if !resync.is_zero() && resync < MINIMUM_RESYNC_PERIOD {
+            resync = MINIMUM_RESYNC_PERIOD;
+        }
+        Ok(listener(opts, resync))
+    }
+
+    fn register(&self, l: Listener<K>) -> HandlerRegistration {
+        let queue = self.inner.queue.clone();
+        let registration = HandlerRegistration {
+            id: l.id,
+            shared: l.shared.clone(),
+            informer_synced: Arc::new(move || queue.has_synced()),
+        };
+        {
+            let mut listeners = self.inner.listeners.lock();
+            self.inner.indexer.for_each(|_, obj| {
+                l.send(Event::Add { obj: obj.clone(), is_in_initial_list: true });
+            });
+            listeners.push(Arc::new(l));
+        }
+        self.inner.resync_changed.notify_one();
+        registration
+    }
+
+    /// Starts the reflector, the processing loop and the resync timer on the current tokio
+    /// runtime. Returns `Ok(false)` if it was already started.
+    pub fn start(&self) -> Result<bool, Error> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        if self.inner.cancel.is_cancelled() {
+            return Err(Error::ShutDown);
+        }
+        if self.inner.started.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let inner = &self.inner;
+        let reflector = Reflector::new(Arc::new(inner.lw.clone()), inner.queue.clone(), inner.options.reflector.clone())
+            .with_transform(inner.transform.lock().clone())
+            .with_error_handler(inner.error_handler.lock().clone())
+            .with_state(inner.reflector_state.clone());
+        let mut tasks = inner.tasks.lock();
+        tasks.push(handle.spawn(reflector.run(inner.cancel.clone())));
+        tasks.push(handle.spawn(process_loop(inner.clone())));
+        tasks.push(handle.spawn(resync_loop(inner.clone())));
+        Ok(true)
+    }
+
+    /// Stops the informer and waits for its tasks and handler threads to end.
+    pub async fn shutdown(&self) {
+        self.inner.cancel.cancel();
+        self.inner.queue.close();
+        let listeners: Vec<_> = std::mem::take(&mut *self.inner.listeners.lock());
+        for l in &listeners {
+            l.shared.stopped.store(true, Ordering::Release);
+            l.shared.drained.notify_waiters();
+        }
+        drop(listeners);
+        let tasks: Vec<_> = std::mem::take(&mut *self.inner.tasks.lock());
+        for t in tasks {
+            let _ = t.await;
+        }
+        let threads: Vec<_> = std::mem::take(&mut *self.inner.threads.lock());
+        if !threads.is_empty() {
+            let _ = tokio::task::spawn_blocking(move || {
+                for t in threads {
+                    let _ = t.join();
+                }
+            })
+            .await;
+        }
+    }
+}
+
+async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>) {
+    loop {
+        let inner_ref = &inner;
+        let bounded = inner
+            .queue
+            .pop(move |popped| {
+                let mut listeners = inner_ref.listeners.lock();
+                apply(inner_ref, &listeners, popped);
+                listeners.retain(|l| !l.shared.stopped.load(Ordering::Acquire));
+                listeners.iter().filter(|l| l.bound.is_some()).cloned().collect::<Vec<_>>()
+            })
+            .await;
+        let Some(bounded) = bounded else { return };
+        for l in bounded {
+            tokio::select! {
+                _ = inner.cancel.cancelled() => return,
+                _ = l.wait_within_bound() => {}
+            }
+        }
+    }
+}
+
+fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc<Listener<K>>], popped: Popped<K>) {
+    for delta in popped.deltas {
+        match delta.kind {
+            DeltaType::Deleted => {
+                inner.indexer.remove(delta.key.as_str());
+                let obj = match delta.object {
+                    DeltaObject::Object(o) => DeletedObject::Object(o),
+                    DeltaObject::Tombstone(t) => DeletedObject::Tombstone(t),
+                };
+                distribute(listeners, Event::Delete(obj), None);
+            }
+            kind => {
+                let obj = delta.object.object().clone();
+                match inner.indexer.upsert(delta.key, obj.clone()) {
+                    Some(old) => {
+                        let event = Event::Update { old, new: obj };
+                        if kind == DeltaType::Sync {
+                            let syncing = inner.syncing.lock();
+                            distribute(listeners, event, Some(&syncing));
+                        } else {
+                            distribute(listeners, event, None);
+                        }
+                    }
+                    None => {
+                        distribute(listeners, Event::Add { obj, is_in_initial_list: popped.is_in_initial_list }, None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn distribute<K>(listeners: &[Arc<Listener<K>>], event: Event<K>, only: Option<&HashSet<u64>>) {
+    for l in listeners {
+        if only.is_none_or(|ids| ids.contains(&l.id)) {
+            l.send(event.clone());
+        }
+    }
+}
+
+async fn resync_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>) {
+    loop {
+        let period = inner
+            .listeners
+            .lock()
+            .iter()
+            .map(|l| l.resync_period)
+            .filter(|p| !p.is_zero())
+            .min();
+        let wait = async {
+            match period {
+                Some(p) => tokio::time::sleep(p.max(MINIMUM_RESYNC_PERIOD)).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = inner.cancel.cancelled() => return,
+            _ = inner.resync_changed.notified() => continue,
+            _ = wait => {}
+        }
+        let now = tokio::time::Instant::now();
+        let mut due = HashSet::new();
+        for l in inner.listeners.lock().iter() {
+            if l.resync_period.is_zero() {
+                continue;
+            }
+            let mut next = l.next_resync.lock();
+            if now >= *next {
+                due.insert(l.id);
+                *next = now + l.resync_period;
+            }
+        }
+        if !due.is_empty() {
+            *inner.syncing.lock() = due;
+            inner.queue.resync();
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Object keys: `namespace/name` for namespaced objects, `name` for cluster-scoped ones.
+//!
+//! Invariants:
+//! - A key is built from `metadata.namespace` and `metadata.name` only; an empty namespace
+//!   is the same as no namespace (client-go's `MetaNamespaceKeyFunc`).
+//! - A key hashes and compares exactly like its `&str` form, so maps keyed by
+//!   [`ObjectKey`] can be queried with a plain `&str`.
+//! - Cloning a key is a reference-count bump: the store, the indices and the queues share
+//!   one allocation per key.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::sync::Arc;
+
+use kube_core::Resource;
+
+/// The cache key of one object (`namespace/name` or `name`).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey(Arc<str>);
+
+impl ObjectKey {
+    /// Builds the key of the object called `name` in `namespace` (`None` or `""` for
+    /// cluster-scoped objects).
+    pub fn new(namespace: Option<&str>, name: &str) -> Self {
+        match namespace {
+            Some(ns) if !ns.is_empty() => {
+                let mut s = String::with_capacity(ns.len() + 1 + name.len());
+                s.push_str(ns);
+                s.push('/');
+                s.push_str(name);
+                ObjectKey(s.into())
+            }
+            _ => ObjectKey(name.into()),
+        }
+    }
+
+    /// The key of `obj`, or `None` when the object carries no `metadata.name`.
+    pub fn of<K: Resource>(obj: &K) -> Option<Self> {
+        let meta = obj.meta();
+        let name = meta.name.as_deref()?;
+        Some(Self::new(meta.namespace.as_deref(), name))
+    }
+
+    /// Parses a key in its string form; the string is taken as is.
+    pub fn from_string(key: impl Into<Arc<str>>) -> Self {
+        ObjectKey(key.into())
+    }
+
+    /// The key as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The namespace part, `None` for a cluster-scoped key.
+    pub fn namespace(&self) -> Option<&str> {
+        self.0.split_once('/').map(|(ns, _)| ns)
+    }
+
+    /// The name part.
+    pub fn name(&self) -> &str {
+        match self.0.split_once('/') {
+            Some((_, name)) => name,
+            None => &self.0,
+        }
+    }
+}
+
+impl Borrow<str> for ObjectKey {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for ObjectKey {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for ObjectKey {
+    fn from(s: &str) -> Self {
+        ObjectKey(s.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn namespaced_and_cluster_keys() {
+        let k = ObjectKey::new(Some("default"), "web");
+        assert_eq!(k.as_str(), "default/web");
+        assert_eq!(k.namespace(), Some("default"));
+        assert_eq!(k.name(), "web");
+        let c = ObjectKey::new(Some(""), "node-1");
+        assert_eq!(c.as_str(), "node-1");
+        assert_eq!(c.namespace(), None);
+        assert_eq!(c.name(), "node-1");
+    }
+
+    #[test]
+    fn lookup_by_str() {
+        let mut m = HashMap::new();
+        m.insert(ObjectKey::new(Some("a"), "b"), 1);
+        assert_eq!(m.get("a/b"), Some(&1));
+    }
+}

@@ -1,0 +1,86 @@
+//! informer-runtime: typed, shared informers and listers for Kubernetes, with the
+//! semantics of client-go's `tools/cache`, on tokio.
+//!
+//! The pieces, each in its own module with its invariants at the top:
+//! - [`ListerWatcher`]: the transport ([`KubeListerWatcher`] over kube-client, and
+//!   [`testing::FakeApiServer`] in memory).
+//! - [`Reflector`]: list (paged, or streamed through WatchList) then watch, into a [`Queue`].
+//! - [`InOrderFifo`] (default) and [`DeltaFifo`]: the queues between reflector and store.
+//! - [`Indexer`]: the thread-safe indexed store of `Arc<K>`.
+//! - [`SharedIndexInformer`]: one reflector and store shared by many handlers, each with its
+//!   own queue and thread, plus `Stream`s of events.
+//! - [`SharedInformerFactory`]: one informer per resource, started and stopped together;
+//!   `for_resource` over a [`ResourceRegistry`] that generated code fills.
+//! - [`Lister`] and [`NamespaceLister`]: reads from the store.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use informer_runtime::{SharedInformerFactory, HandlerFn, Event, Selector};
+//! use k8s_openapi::api::core::v1::Pod;
+//!
+//! let client = kube_client::Client::try_default().await?;
+//! let factory = SharedInformerFactory::new(client);
+//! let pods = factory.informer_for::<Pod>()?;
+//! pods.add_event_handler(HandlerFn(|e: &Event<Pod>| println!("{e:?}")))?;
+//! factory.start()?;
+//! factory.wait_for_cache_sync().await;
+//! let in_default = pods.lister().namespace("default").list(&Selector::default());
+//! println!("{} pods in default", in_default.len());
+//! factory.shutdown().await;
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+mod backoff;
+mod delta;
+mod delta_fifo;
+mod error;
+mod factory;
+mod generic;
+mod handler;
+mod indexer;
+mod informer;
+mod key;
+mod kube_lister_watcher;
+mod lister;
+mod lister_watcher;
+mod queue;
+mod real_fifo;
+mod reflector;
+mod selector;
+pub mod testing;
+mod transform;
+
+pub use backoff::{Backoff, BackoffConfig};
+pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaObject, DeltaType};
+pub use delta_fifo::DeltaFifo;
+pub use error::{ApiStatus, Error, NotFound};
+pub use factory::{
+    FactoryOptions, InformerScope, MetaTransformFn, SharedInformerFactory, TweakFn, strip_managed_fields_meta,
+};
+pub use generic::{
+    AnyObject, ErasedInformer, GenericInformer, GenericLister, Gvr, InformerConstructor, NoInformerForResource,
+    ResourceRegistry,
+};
+pub use handler::{Event, EventHandler, EventStream, HandlerFn, HandlerOptions, HandlerRegistration};
+pub use indexer::{IndexError, IndexFunc, Indexer, NAMESPACE_INDEX, namespace_index_func};
+pub use informer::{InformerOptions, MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
+pub use key::ObjectKey;
+pub use kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
+pub use lister::{Lister, NamespaceLister, matches_labels};
+pub use lister_watcher::{BoxListerWatcher, ListOptions, ListPage, ListerWatcher, VersionMatch, WatchEvent, WatchOptions, WatchStream};
+pub use queue::{Popped, Queue, QueueMode};
+pub use real_fifo::InOrderFifo;
+pub use reflector::{INITIAL_EVENTS_END_ANNOTATION, Reflector, ReflectorConfig, ReflectorState, WatchErrorHandler, WatchListMode};
+pub use selector::{Expression, Selector, SelectorExt, SelectorParseError, parse_label_selector};
+pub use transform::{TransformFn, chain, strip_managed_fields};
+
+/// Re-exports used by generated code, so generated packages need no direct dependency on
+/// these crates' exact versions.
+pub mod reexports {
+    pub use k8s_openapi;
+    pub use kube_client;
+    pub use kube_core;
+    pub use serde;
+    pub use serde_json;
+}

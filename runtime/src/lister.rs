@@ -1,0 +1,121 @@
+//! Listers: read-only views of an informer's store (client-go's generated listers).
+//!
+//! Invariants:
+//! - Listers never copy objects: they return `Arc<K>` from the store.
+//! - A namespace lister only reads the namespace index entry of its namespace; it never
+//!   scans the whole store.
+//! - `get` of a missing object returns [`NotFound`] naming the resource and the name.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use kube_core::{Resource, Selector, SelectorExt};
+
+use crate::error::NotFound;
+use crate::indexer::{Indexer, NAMESPACE_INDEX};
+use crate::key::ObjectKey;
+
+fn empty_labels() -> &'static BTreeMap<String, String> {
+    static EMPTY: OnceLock<BTreeMap<String, String>> = OnceLock::new();
+    EMPTY.get_or_init(BTreeMap::new)
+}
+
+/// True when `obj`'s labels match `selector`.
+pub fn matches_labels<K: Resource>(selector: &Selector, obj: &K) -> bool {
+    selector.selects_all() || selector.matches(obj.meta().labels.as_ref().unwrap_or_else(|| empty_labels()))
+}
+
+/// A lister over all cached objects of one resource.
+pub struct Lister<K> {
+    indexer: Arc<Indexer<K>>,
+    resource: Arc<str>,
+}
+
+impl<K> Clone for Lister<K> {
+    fn clone(&self) -> Self {
+        Lister { indexer: self.indexer.clone(), resource: self.resource.clone() }
+    }
+}
+
+impl<K> std::fmt::Debug for Lister<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lister").field("resource", &self.resource).finish()
+    }
+}
+
+impl<K: Resource> Lister<K> {
+    /// A lister over `indexer`, for `resource` (plural, used in errors).
+    pub fn new(indexer: Arc<Indexer<K>>, resource: &str) -> Self {
+        Lister { indexer, resource: resource.into() }
+    }
+
+    /// Objects whose labels match `selector` (`&Selector::default()` for all).
+    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+        let mut out = Vec::new();
+        self.indexer.for_each(|_, o| {
+            if matches_labels(selector, &**o) {
+                out.push(o.clone());
+            }
+        });
+        out
+    }
+
+    /// Every cached object.
+    pub fn list_all(&self) -> Vec<Arc<K>> {
+        self.indexer.list()
+    }
+
+    /// The cluster-scoped object called `name`.
+    pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
+        self.indexer.get(name).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
+    }
+
+    /// A lister over one namespace.
+    pub fn namespace(&self, namespace: &str) -> NamespaceLister<K> {
+        NamespaceLister { indexer: self.indexer.clone(), resource: self.resource.clone(), namespace: namespace.into() }
+    }
+
+    /// The store behind this lister.
+    pub fn indexer(&self) -> &Arc<Indexer<K>> {
+        &self.indexer
+    }
+}
+
+/// A lister over the cached objects of one namespace.
+pub struct NamespaceLister<K> {
+    indexer: Arc<Indexer<K>>,
+    resource: Arc<str>,
+    namespace: Arc<str>,
+}
+
+impl<K> Clone for NamespaceLister<K> {
+    fn clone(&self) -> Self {
+        NamespaceLister { indexer: self.indexer.clone(), resource: self.resource.clone(), namespace: self.namespace.clone() }
+    }
+}
+
+impl<K: Resource> NamespaceLister<K> {
+    /// Objects of the namespace whose labels match `selector`.
+    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+        let mut out = Vec::new();
+        // The namespace index exists in every Indexer from construction on, so this
+        // cannot fail with NoSuchIndex.
+        let _ = self.indexer.for_each_in_index(NAMESPACE_INDEX, &self.namespace, |_, o| {
+            if matches_labels(selector, &**o) {
+                out.push(o.clone());
+            }
+        });
+        out
+    }
+
+    /// The object called `name` in this namespace.
+    pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
+        let key = ObjectKey::new(Some(&self.namespace), name);
+        self.indexer.get(key.as_str()).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+}

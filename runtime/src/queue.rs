@@ -1,0 +1,117 @@
+//! The interface between a reflector, its queue and the informer that drains it.
+//!
+//! A reflector writes watch events and relists into a [`Queue`]; the informer pops batches
+//! of deltas and applies them to its [`Indexer`](crate::Indexer) while the queue is locked,
+//! so a relist's deletion detection never misses an object that is between the queue and
+//! the store.
+//!
+//! A relist is written incrementally: [`Queue::replace_item`] for each listed object as its
+//! page (or WatchList event) arrives, then [`Queue::replace_finish`] with the set of keys
+//! seen. No second copy of the listed objects is ever buffered; only their keys are.
+//!
+//! Invariants of every implementation:
+//! - `has_synced` is false until the first `replace_finish` (or a direct add/update/delete)
+//!   has happened and every delta queued before it has been popped.
+//! - `is_in_initial_list` of a popped batch is `!has_synced()` just before that pop.
+//! - After `replace_finish(seen)`, the state obtained by applying every queued delta to the
+//!   store holds exactly the keys in `seen`: each other key the store or the queue knew of
+//!   gets a `Deleted` tombstone carrying its last known object.
+//! - `close` wakes every pending pop; every pop after it returns `None` at once, and
+//!   what was still queued is dropped.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::delta::Delta;
+use crate::key::ObjectKey;
+
+/// A batch of deltas handed to the informer by one pop.
+#[derive(Debug)]
+pub struct Popped<K> {
+    /// The deltas, oldest first. One key per batch for the DeltaFIFO; one delta for the
+    /// in-order FIFO.
+    pub deltas: Vec<Delta<K>>,
+    /// True while the queue had not yet synced when this batch was popped.
+    pub is_in_initial_list: bool,
+}
+
+/// A queue of deltas between a reflector and an informer.
+pub trait Queue<K>: Send + Sync {
+    /// An object was added (watch `ADDED`).
+    fn add(&self, obj: Arc<K>);
+    /// An object was modified (watch `MODIFIED`).
+    fn update(&self, obj: Arc<K>);
+    /// An object was deleted (watch `DELETED`).
+    fn delete(&self, obj: Arc<K>);
+    /// One object of a relist in progress.
+    fn replace_item(&self, obj: Arc<K>);
+    /// Ends a relist: every key known to the store or the queue and not in `seen` gets a
+    /// tombstone.
+    fn replace_finish(&self, seen: &HashSet<ObjectKey>);
+    /// Queues a `Sync` delta for every stored object with no pending delta.
+    fn resync(&self);
+    /// Pops the next batch, waiting for one, and runs `apply` on it while the queue is
+    /// locked. Returns `None` once the queue is closed.
+    fn pop<'a, R: Send + 'a>(
+        &'a self,
+        apply: impl FnOnce(Popped<K>) -> R + Send + 'a,
+    ) -> impl std::future::Future<Output = Option<R>> + Send + 'a;
+    /// Whether the initial population has been popped.
+    fn has_synced(&self) -> bool;
+    /// Number of queued batches (keys for the DeltaFIFO, deltas for the in-order FIFO).
+    fn len(&self) -> usize;
+    /// True when nothing is queued.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Closes the queue: pending and future pops return `None`.
+    fn close(&self);
+}
+
+/// Which queue an informer uses between its reflector and its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueMode {
+    /// Events are applied in arrival order, one by one, with no per-key merging
+    /// (client-go's `RealFIFO`, its default since the `InOrderInformers` gate went on).
+    ///
+    /// This is the default: handlers see every change in the order the server made it,
+    /// across keys, which is what controllers reason about; and it keeps no per-key
+    /// delta lists.
+    #[default]
+    InOrder,
+    /// Deltas are grouped per key and a key is popped once with all its pending deltas
+    /// (client-go's `DeltaFIFO`). Order across keys is that of each key's first pending
+    /// delta.
+    DeltaFifo,
+}
+
+/// Tracks when a queue's initial population has been popped (shared by both queues).
+#[derive(Debug, Default)]
+pub(crate) struct Population {
+    populated: bool,
+    initial_remaining: usize,
+}
+
+impl Population {
+    /// Marks the queue populated, counting `queued` batches as the initial population.
+    pub(crate) fn populate(&mut self, queued: usize) {
+        if !self.populated {
+            self.populated = true;
+            self.initial_remaining = queued;
+        }
+    }
+
+    /// True once populated and every initial batch has been popped.
+    pub(crate) fn has_synced(&self) -> bool {
+        self.populated && self.initial_remaining == 0
+    }
+
+    /// Accounts for one pop; returns its `is_in_initial_list`.
+    pub(crate) fn on_pop(&mut self) -> bool {
+        let initial = !self.has_synced();
+        if self.initial_remaining > 0 {
+            self.initial_remaining -= 1;
+        }
+        initial
+    }
+}

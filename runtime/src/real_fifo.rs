@@ -1,0 +1,157 @@
+//! `InOrderFifo`: a queue that keeps every delta in arrival order (client-go's `RealFIFO`).
+//!
+//! Invariants:
+//! - Deltas pop in exactly the order they were queued, one per pop; nothing is merged.
+//! - After `replace_finish(seen)`, a tombstone is queued for each key not in `seen` whose
+//!   state after all queued deltas would be "present": its last queued delta is not
+//!   `Deleted`, or it has no queued delta and is in the store.
+//! - A `Sync` delta is only queued for a stored key with no pending delta.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use kube_core::Resource;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::delta::{Delta, DeltaType};
+use crate::indexer::Indexer;
+use crate::key::ObjectKey;
+use crate::queue::{Popped, Population, Queue};
+
+struct State<K> {
+    items: VecDeque<Delta<K>>,
+    population: Population,
+    closed: bool,
+}
+
+/// A queue applying events in arrival order; see the module documentation.
+pub struct InOrderFifo<K> {
+    state: Mutex<State<K>>,
+    notify: Notify,
+    known: Arc<Indexer<K>>,
+}
+
+impl<K: Resource + Send + Sync + 'static> InOrderFifo<K> {
+    /// A queue whose deletion detection and resync read `known` (the informer's store).
+    pub fn new(known: Arc<Indexer<K>>) -> Self {
+        InOrderFifo {
+            state: Mutex::new(State { items: VecDeque::new(), population: Population::default(), closed: false }),
+            notify: Notify::new(),
+            known,
+        }
+    }
+
+    fn queue_object(&self, kind: DeltaType, obj: Arc<K>, populate: bool) {
+        let Some(key) = ObjectKey::of(&*obj) else {
+            tracing::warn!("dropping an object without metadata.name");
+            return;
+        };
+        let mut st = self.state.lock();
+        if populate {
+            let queued = st.items.len();
+            st.population.populate(queued);
+        }
+        st.items.push_back(Delta::new(kind, key, obj));
+        self.notify.notify_one();
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
+    fn add(&self, obj: Arc<K>) {
+        self.queue_object(DeltaType::Added, obj, true);
+    }
+
+    fn update(&self, obj: Arc<K>) {
+        self.queue_object(DeltaType::Updated, obj, true);
+    }
+
+    fn delete(&self, obj: Arc<K>) {
+        self.queue_object(DeltaType::Deleted, obj, true);
+    }
+
+    fn replace_item(&self, obj: Arc<K>) {
+        self.queue_object(DeltaType::Replaced, obj, false);
+    }
+
+    fn replace_finish(&self, seen: &HashSet<ObjectKey>) {
+        let mut st = self.state.lock();
+        // The last queued delta of each pending key decides its state after the queue drains.
+        let mut last: HashMap<&ObjectKey, &Delta<K>> = HashMap::new();
+        for d in st.items.iter() {
+            last.insert(&d.key, d);
+        }
+        let mut tombstones: Vec<Delta<K>> = Vec::new();
+        for (key, d) in &last {
+            if !seen.contains(*key) && d.kind != DeltaType::Deleted {
+                tombstones.push(Delta::tombstone((*key).clone(), d.object.object().clone()));
+            }
+        }
+        self.known.for_each(|key, obj| {
+            if !seen.contains(key) && !last.contains_key(key) {
+                tombstones.push(Delta::tombstone(key.clone(), obj.clone()));
+            }
+        });
+        drop(last);
+        st.items.extend(tombstones);
+        let queued = st.items.len();
+        st.population.populate(queued);
+        self.notify.notify_one();
+    }
+
+    fn resync(&self) {
+        let mut st = self.state.lock();
+        let pending: HashSet<ObjectKey> = st.items.iter().map(|d| d.key.clone()).collect();
+        let mut added = false;
+        self.known.for_each(|key, obj| {
+            if !pending.contains(key) {
+                st.items.push_back(Delta::new(DeltaType::Sync, key.clone(), obj.clone()));
+                added = true;
+            }
+        });
+        if added {
+            self.notify.notify_one();
+        }
+    }
+
+    fn pop<'a, R: Send + 'a>(
+        &'a self,
+        apply: impl FnOnce(Popped<K>) -> R + Send + 'a,
+    ) -> impl std::future::Future<Output = Option<R>> + Send + 'a {
+        async move {
+            let mut apply = Some(apply);
+            loop {
+                let notified = self.notify.notified();
+                {
+                    let mut st = self.state.lock();
+                    if st.closed {
+                        return None;
+                    }
+                    if let Some(delta) = st.items.pop_front() {
+                        let is_in_initial_list = st.population.on_pop();
+                        let apply = apply.take().expect("apply is called once");
+                        return Some(apply(Popped { deltas: vec![delta], is_in_initial_list }));
+                    }
+                }
+                notified.await;
+            }
+        }
+    }
+
+    fn has_synced(&self) -> bool {
+        self.state.lock().population.has_synced()
+    }
+
+    fn len(&self) -> usize {
+        self.state.lock().items.len()
+    }
+
+    fn close(&self) {
+        let mut st = self.state.lock();
+        st.closed = true;
+        st.items.clear();
+        drop(st);
+        self.notify.notify_waiters();
+        self.notify.notify_one();
+    }
+}

@@ -1,0 +1,471 @@
+//! The reflector: lists, then watches, and writes what it sees into a [`Queue`]
+//! (client-go's `Reflector`).
+//!
+//! Invariants:
+//! - The resourceVersion of a relist is `"0"` before the first successful list (served from
+//!   the watch cache), the last synced resourceVersion after it, and `""` (a consistent read
+//!   from etcd) after a list failed with `410 Gone`/`Expired` or "too large resource
+//!   version". A watch that fails with 410 relists at the last synced resourceVersion
+//!   first: a list at a resourceVersion already means "at least as new as".
+//! - Lists are paged (`page_size`, 500 by default); each page is written to the queue as it
+//!   arrives, and only the keys of the listed objects are kept until the list ends, so a
+//!   relist never holds a second copy of the objects. A continue token that expires
+//!   mid-list falls back to one unpaged list at the same resourceVersion.
+//! - Watches ask for bookmarks and time out server-side after a random 5–10 minutes; the
+//!   client gives up on a watch that stays silent for longer than that plus a margin.
+//! - With WatchList ([`WatchListMode`]), the initial state is streamed by a watch with
+//!   `sendInitialEvents=true`; it counts as synced only at the bookmark annotated
+//!   `k8s.io/initial-events-end`. A stream that ends, fails, or stays without that
+//!   bookmark for `initial_events_timeout` falls back to list + watch in the same round;
+//!   a server that rejects the request (4xx) is never asked for WatchList again.
+//! - Errors other than a watch 410 wait an exponential backoff (800 ms → 30 s, reset after
+//!   2 min without errors) before the next round; every error goes to the error hook.
+//! - Cancellation stops the reflector at its next await point.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube_core::Resource;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::{Backoff, BackoffConfig};
+use crate::error::Error;
+use crate::key::ObjectKey;
+use crate::lister_watcher::{ListOptions, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
+use crate::queue::Queue;
+use crate::transform::TransformFn;
+
+/// The annotation on the bookmark that ends a WatchList's initial events.
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
+/// Whether the reflector streams its lists through WatchList.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WatchListMode {
+    /// Try WatchList; fall back to list + watch when it fails (the default, as in
+    /// client-go 1.35 with `WatchListClient` on).
+    #[default]
+    Auto,
+    /// Always list + watch.
+    Never,
+    /// Only WatchList; failures are retried with backoff instead of falling back.
+    Always,
+}
+
+/// Called with every error the reflector meets (client-go's `WatchErrorHandler`).
+pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// Settings of a [`Reflector`].
+#[derive(Clone)]
+pub struct ReflectorConfig {
+    /// Page size of lists; `0` for unpaged lists.
+    pub page_size: u32,
+    /// Label selector applied to lists and watches.
+    pub label_selector: Option<String>,
+    /// Field selector applied to lists and watches.
+    pub field_selector: Option<String>,
+    /// Whether to stream lists through WatchList.
+    pub watch_list: WatchListMode,
+    /// Lower bound of the random server-side watch timeout; the upper bound is twice it.
+    pub min_watch_timeout: Duration,
+    /// How long a WatchList may stream before its `initial-events-end` bookmark.
+    pub initial_events_timeout: Duration,
+    /// Backoff between failed rounds.
+    pub backoff: BackoffConfig,
+}
+
+impl std::fmt::Debug for ReflectorConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReflectorConfig")
+            .field("page_size", &self.page_size)
+            .field("label_selector", &self.label_selector)
+            .field("field_selector", &self.field_selector)
+            .field("watch_list", &self.watch_list)
+            .field("min_watch_timeout", &self.min_watch_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        ReflectorConfig {
+            page_size: 500,
+            label_selector: None,
+            field_selector: None,
+            watch_list: WatchListMode::Auto,
+            min_watch_timeout: Duration::from_secs(300),
+            initial_events_timeout: Duration::from_secs(600),
+            backoff: BackoffConfig::default(),
+        }
+    }
+}
+
+/// Observable state of a reflector, shared with its informer.
+#[derive(Debug, Default)]
+pub struct ReflectorState {
+    last_sync_resource_version: Mutex<String>,
+    using_watch_list: Mutex<Option<bool>>,
+}
+
+impl ReflectorState {
+    /// The resourceVersion of the last list, event or bookmark applied; `""` before any.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.last_sync_resource_version.lock().clone()
+    }
+
+    /// Whether the last successful initial state came through WatchList (`None` before any).
+    pub fn used_watch_list(&self) -> Option<bool> {
+        *self.using_watch_list.lock()
+    }
+
+    fn set_rv(&self, rv: &str) {
+        if !rv.is_empty() {
+            let mut cur = self.last_sync_resource_version.lock();
+            cur.clear();
+            cur.push_str(rv);
+        }
+    }
+}
+
+/// Lists and watches through `L`, writing into `Q`. See the module documentation.
+pub struct Reflector<K, L, Q> {
+    lw: Arc<L>,
+    queue: Arc<Q>,
+    config: ReflectorConfig,
+    transform: Option<TransformFn<K>>,
+    error_handler: Option<WatchErrorHandler>,
+    state: Arc<ReflectorState>,
+    rv_unavailable: bool,
+    watch_list_refused: bool,
+}
+
+enum Round {
+    /// Relist now, without backoff.
+    Relist,
+}
+
+impl<K, L, Q> Reflector<K, L, Q>
+where
+    K: Resource + Send + Sync + 'static,
+    L: ListerWatcher<K>,
+    Q: Queue<K> + 'static,
+{
+    /// A reflector from `lw` into `queue`.
+    pub fn new(lw: Arc<L>, queue: Arc<Q>, config: ReflectorConfig) -> Self {
+        Reflector {
+            lw,
+            queue,
+            config,
+            transform: None,
+            error_handler: None,
+            state: Arc::new(ReflectorState::default()),
+            rv_unavailable: false,
+            watch_list_refused: false,
+        }
+    }
+
+    /// Sets the per-object transform.
+    pub fn with_transform(mut self, t: Option<TransformFn<K>>) -> Self {
+        self.transform = t;
+        self
+    }
+
+    /// Shares `state` instead of a fresh one.
+    pub fn with_state(mut self, state: Arc<ReflectorState>) -> Self {
+        self.state = state;
+        self
+    }
+
+    /// Sets the error hook.
+    pub fn with_error_handler(mut self, h: Option<WatchErrorHandler>) -> Self {
+        self.error_handler = h;
+        self
+    }
+
+    /// The shared observable state.
+    pub fn state(&self) -> Arc<ReflectorState> {
+        self.state.clone()
+    }
+
+    /// Runs until `cancel` fires.
+    pub async fn run(mut self, cancel: CancellationToken) {
+        let mut backoff = Backoff::new(self.config.backoff);
+        while !cancel.is_cancelled() {
+            let result = tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = self.list_and_watch(&cancel, &mut backoff) => r,
+            };
+            match result {
+                Ok(Round::Relist) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reflector round failed");
+                    self.report(&e);
+                    let delay = backoff.next_delay();
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn report(&self, e: &Error) {
+        if let Some(h) = &self.error_handler {
+            h(e);
+        }
+    }
+
+    fn relist_resource_version(&self) -> String {
+        if self.rv_unavailable {
+            return String::new();
+        }
+        let rv = self.state.last_sync_resource_version();
+        if rv.is_empty() { "0".to_string() } else { rv }
+    }
+
+    fn prepare(&self, obj: K) -> Option<(ObjectKey, Arc<K>)> {
+        let obj = match &self.transform {
+            Some(t) => t(obj),
+            None => obj,
+        };
+        let key = ObjectKey::of(&obj)?;
+        Some((key, Arc::new(obj)))
+    }
+
+    fn watch_timeout(&self) -> u32 {
+        let min = self.config.min_watch_timeout.as_secs().max(1);
+        (min + fastrand::u64(0..=min)) as u32
+    }
+
+    async fn list_and_watch(&mut self, cancel: &CancellationToken, backoff: &mut Backoff) -> Result<Round, Error> {
+        let use_watch_list = match self.config.watch_list {
+            WatchListMode::Never => false,
+            WatchListMode::Always => true,
+            WatchListMode::Auto => !self.watch_list_refused,
+        };
+        let mut stream = None;
+        if use_watch_list {
+            match self.watch_list().await {
+                Ok(s) => {
+                    *self.state.using_watch_list.lock() = Some(true);
+                    stream = Some(s);
+                }
+                Err(e) => {
+                    self.report(&e);
+                    if self.config.watch_list == WatchListMode::Always {
+                        return Err(e);
+                    }
+                    if matches!(&e, Error::Api(s) if (400..500).contains(&s.code) && s.code != 410 && s.code != 429) {
+                        self.watch_list_refused = true;
+                    }
+                    if e.is_expired() || e.is_too_large_resource_version() {
+                        self.rv_unavailable = true;
+                    }
+                    tracing::info!(error = %e, "WatchList failed; falling back to list + watch");
+                }
+            }
+        }
+        if stream.is_none() {
+            self.list().await?;
+            *self.state.using_watch_list.lock() = Some(false);
+        }
+        loop {
+            let s = match stream.take() {
+                Some(s) => s,
+                None => {
+                    let opts = WatchOptions {
+                        label_selector: self.config.label_selector.clone(),
+                        field_selector: self.config.field_selector.clone(),
+                        resource_version: self.state.last_sync_resource_version(),
+                        allow_watch_bookmarks: true,
+                        send_initial_events: false,
+                        timeout_seconds: Some(self.watch_timeout()),
+                    };
+                    match self.lw.watch(&opts).await {
+                        Ok(s) => s,
+                        Err(e) if e.is_expired() => {
+                            self.report(&e);
+                            return Ok(Round::Relist);
+                        }
+                        Err(e) if e.is_retriable_watch_start() => {
+                            self.report(&e);
+                            let delay = backoff.next_delay();
+                            tokio::select! {
+                                _ = cancel.cancelled() => return Ok(Round::Relist),
+                                _ = tokio::time::sleep(delay) => {}
+                            }
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            match self.handle_watch(s).await {
+                Ok(()) => continue,
+                Err(e) if e.is_expired() => {
+                    self.report(&e);
+                    return Ok(Round::Relist);
+                }
+                Err(e @ Error::Api(_)) => return Err(e),
+                Err(e) => {
+                    // A broken stream: watch again from the last resourceVersion after a backoff.
+                    self.report(&e);
+                    let delay = backoff.next_delay();
+                    tokio::select! {
+                        _ = cancel.cancelled() => return Ok(Round::Relist),
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lists every page into the queue and ends the relist.
+    async fn list(&mut self) -> Result<(), Error> {
+        let mut rv = self.relist_resource_version();
+        let page_limit = (self.config.page_size > 0).then_some(self.config.page_size);
+        'attempt: loop {
+            let mut seen: HashSet<ObjectKey> = HashSet::new();
+            let mut opts = ListOptions {
+                label_selector: self.config.label_selector.clone(),
+                field_selector: self.config.field_selector.clone(),
+                limit: page_limit,
+                continue_token: None,
+                resource_version: Some(rv.clone()),
+                resource_version_match: None,
+            };
+            loop {
+                let page = match self.lw.list(&opts).await {
+                    Ok(p) => p,
+                    Err(e) if e.is_expired() && opts.continue_token.is_some() => {
+                        // The continue token expired: one unpaged list at the same version.
+                        tracing::info!("continue token expired; listing without pages");
+                        opts.continue_token = None;
+                        opts.limit = None;
+                        seen.clear();
+                        continue;
+                    }
+                    Err(e) if (e.is_expired() || e.is_too_large_resource_version()) && !rv.is_empty() => {
+                        self.report(&e);
+                        self.rv_unavailable = true;
+                        rv = String::new();
+                        continue 'attempt;
+                    }
+                    Err(e) => return Err(e),
+                };
+                for obj in page.items {
+                    if let Some((key, obj)) = self.prepare(obj) {
+                        seen.insert(key);
+                        self.queue.replace_item(obj);
+                    }
+                }
+                match page.continue_token {
+                    Some(token) => opts.continue_token = Some(token),
+                    None => {
+                        self.queue.replace_finish(&seen);
+                        self.state.set_rv(&page.resource_version);
+                        self.rv_unavailable = false;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Streams the initial state through WatchList; returns the open stream after the
+    /// `initial-events-end` bookmark.
+    async fn watch_list(&mut self) -> Result<WatchStream<K>, Error> {
+        let rv = if self.rv_unavailable { String::new() } else { self.state.last_sync_resource_version() };
+        let timeout = self.watch_timeout();
+        let opts = WatchOptions {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            resource_version: rv,
+            allow_watch_bookmarks: true,
+            send_initial_events: true,
+            timeout_seconds: Some(timeout),
+        };
+        let mut stream = self.lw.watch(&opts).await?;
+        let deadline = tokio::time::Instant::now() + self.config.initial_events_timeout;
+        let mut seen: HashSet<ObjectKey> = HashSet::new();
+        loop {
+            let next = tokio::time::timeout_at(deadline, stream.next()).await.map_err(|_| {
+                Error::Protocol(format!(
+                    "no {INITIAL_EVENTS_END_ANNOTATION} bookmark within {:?}",
+                    self.config.initial_events_timeout
+                ))
+            })?;
+            match next {
+                None => {
+                    return Err(Error::Protocol(format!(
+                        "WatchList stream ended before the {INITIAL_EVENTS_END_ANNOTATION} bookmark"
+                    )));
+                }
+                Some(Err(e)) => return Err(e),
+                Some(Ok(WatchEvent::Added(obj))) | Some(Ok(WatchEvent::Modified(obj))) => {
+                    if let Some((key, obj)) = self.prepare(obj) {
+                        seen.insert(key);
+                        self.queue.replace_item(obj);
+                    }
+                }
+                Some(Ok(WatchEvent::Deleted(obj))) => {
+                    if let Some(key) = ObjectKey::of(&obj) {
+                        seen.remove(&key);
+                    }
+                }
+                Some(Ok(WatchEvent::Bookmark(b))) => {
+                    let end = b.metadata.annotations.get(INITIAL_EVENTS_END_ANNOTATION).is_some_and(|v| v == "true");
+                    if end {
+                        self.queue.replace_finish(&seen);
+                        self.state.set_rv(&b.metadata.resource_version);
+                        self.rv_unavailable = false;
+                        return Ok(stream);
+                    }
+                }
+                Some(Ok(WatchEvent::Error(status))) => return Err(Error::Api((&*status).into())),
+            }
+        }
+    }
+
+    /// Applies a watch stream's events until it ends. `Ok` when the server closed it.
+    async fn handle_watch(&mut self, mut stream: WatchStream<K>) -> Result<(), Error> {
+        // The server closes the watch after at most 2 × min_watch_timeout; a stream silent
+        // for longer than that (plus a margin) is dead.
+        let silence = self.config.min_watch_timeout * 2 + Duration::from_secs(30);
+        loop {
+            let next = match tokio::time::timeout(silence, stream.next()).await {
+                Ok(n) => n,
+                Err(_) => return Err(Error::Transport(format!("watch silent for {silence:?}"))),
+            };
+            let Some(event) = next else { return Ok(()) };
+            match event? {
+                WatchEvent::Added(obj) => {
+                    if let Some((_, obj)) = self.prepare(obj) {
+                        let rv = obj.meta().resource_version.clone();
+                        self.queue.add(obj);
+                        self.state.set_rv(rv.as_deref().unwrap_or_default());
+                    }
+                }
+                WatchEvent::Modified(obj) => {
+                    if let Some((_, obj)) = self.prepare(obj) {
+                        let rv = obj.meta().resource_version.clone();
+                        self.queue.update(obj);
+                        self.state.set_rv(rv.as_deref().unwrap_or_default());
+                    }
+                }
+                WatchEvent::Deleted(obj) => {
+                    if let Some((_, obj)) = self.prepare(obj) {
+                        let rv = obj.meta().resource_version.clone();
+                        self.queue.delete(obj);
+                        self.state.set_rv(rv.as_deref().unwrap_or_default());
+                    }
+                }
+                WatchEvent::Bookmark(b) => self.state.set_rv(&b.metadata.resource_version),
+                WatchEvent::Error(status) => return Err(Error::Api((&*status).into())),
+            }
+        }
+    }
+}

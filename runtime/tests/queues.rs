@@ -1,0 +1,173 @@
+//! The DeltaFIFO and the in-order FIFO against client-go's semantics.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use common::cm;
+use informer_runtime::{DeltaFifo, DeltaType, InOrderFifo, Indexer, ObjectKey, Popped, Queue};
+use k8s_openapi::api::core::v1::ConfigMap;
+
+fn arc(ns: &str, name: &str, rv: &str) -> Arc<ConfigMap> {
+    let mut o = cm(ns, name, &[]);
+    o.metadata.resource_version = Some(rv.into());
+    Arc::new(o)
+}
+
+fn seen(keys: &[&str]) -> HashSet<ObjectKey> {
+    keys.iter().map(|k| ObjectKey::from(*k)).collect()
+}
+
+async fn pop<Q: Queue<ConfigMap>>(q: &Q) -> Popped<ConfigMap> {
+    q.pop(|p| p).await.expect("queue open")
+}
+
+fn kinds(p: &Popped<ConfigMap>) -> Vec<(String, DeltaType, bool)> {
+    p.deltas.iter().map(|d| (d.key.to_string(), d.kind, d.is_tombstone())).collect()
+}
+
+#[tokio::test]
+async fn delta_fifo_merges_per_key_and_keeps_first_position() {
+    let store = Arc::new(Indexer::new());
+    let q = DeltaFifo::new(store);
+    q.add(arc("ns", "a", "1"));
+    q.add(arc("ns", "b", "2"));
+    q.update(arc("ns", "a", "3"));
+    assert_eq!(q.len(), 2);
+    let p = pop(&q).await;
+    assert_eq!(kinds(&p), vec![("ns/a".into(), DeltaType::Added, false), ("ns/a".into(), DeltaType::Updated, false)]);
+    let p = pop(&q).await;
+    assert_eq!(kinds(&p), vec![("ns/b".into(), DeltaType::Added, false)]);
+}
+
+#[tokio::test]
+async fn delta_fifo_dedups_consecutive_deletes_preferring_observed() {
+    let store = Arc::new(Indexer::new());
+    store.upsert("ns/a".into(), arc("ns", "a", "1"));
+    let q = DeltaFifo::new(store.clone());
+    q.replace_finish(&seen(&[])); // tombstone for ns/a from the store
+    q.delete(arc("ns", "a", "2")); // the watch's delete
+    let p = pop(&q).await;
+    assert_eq!(kinds(&p), vec![("ns/a".into(), DeltaType::Deleted, false)]);
+    assert_eq!(p.deltas[0].object.object().metadata.resource_version.as_deref(), Some("2"));
+}
+
+#[tokio::test]
+async fn delta_fifo_tombstones_from_queue_and_store() {
+    let store = Arc::new(Indexer::new());
+    store.upsert("ns/stored".into(), arc("ns", "stored", "1"));
+    store.upsert("ns/kept".into(), arc("ns", "kept", "1"));
+    let q = DeltaFifo::new(store.clone());
+    q.add(arc("ns", "queued", "2"));
+    q.replace_item(arc("ns", "kept", "3"));
+    q.replace_finish(&seen(&["ns/kept"]));
+    let mut all = Vec::new();
+    while !q.is_empty() {
+        all.extend(kinds(&pop(&q).await));
+    }
+    assert_eq!(
+        all,
+        vec![
+            ("ns/queued".into(), DeltaType::Added, false),
+            ("ns/queued".into(), DeltaType::Deleted, true),
+            ("ns/kept".into(), DeltaType::Replaced, false),
+            ("ns/stored".into(), DeltaType::Deleted, true),
+        ]
+    );
+}
+
+async fn check_sync_flip<Q: Queue<ConfigMap>>(q: Q) {
+    q.replace_item(arc("ns", "a", "1"));
+    q.replace_item(arc("ns", "b", "1"));
+    assert!(!q.has_synced(), "not synced before replace_finish");
+    q.replace_finish(&seen(&["ns/a", "ns/b"]));
+    assert!(!q.has_synced(), "not synced before the pops");
+    assert!(pop(&q).await.is_in_initial_list, "first pop is in the initial list");
+    assert!(!q.has_synced());
+    assert!(pop(&q).await.is_in_initial_list, "second pop is in the initial list");
+    assert!(q.has_synced(), "synced after the last initial pop");
+    q.add(arc("ns", "c", "2"));
+    assert!(!pop(&q).await.is_in_initial_list, "later pops are not initial");
+}
+
+#[tokio::test]
+async fn has_synced_flips_after_the_initial_population_is_popped() {
+    check_sync_flip(InOrderFifo::new(Arc::new(Indexer::new()))).await;
+    check_sync_flip(DeltaFifo::new(Arc::new(Indexer::new()))).await;
+}
+
+#[tokio::test]
+async fn empty_initial_list_is_synced_at_once() {
+    let q = InOrderFifo::new(Arc::new(Indexer::<ConfigMap>::new()));
+    assert!(!q.has_synced());
+    q.replace_finish(&HashSet::new());
+    assert!(q.has_synced());
+}
+
+#[tokio::test]
+async fn in_order_fifo_keeps_every_event_in_order() {
+    let store = Arc::new(Indexer::new());
+    let q = InOrderFifo::new(store.clone());
+    q.add(arc("ns", "a", "1"));
+    q.add(arc("ns", "b", "2"));
+    q.update(arc("ns", "a", "3"));
+    q.delete(arc("ns", "a", "4"));
+    assert_eq!(q.len(), 4);
+    let mut all = Vec::new();
+    while !q.is_empty() {
+        all.extend(kinds(&pop(&q).await));
+    }
+    assert_eq!(
+        all,
+        vec![
+            ("ns/a".into(), DeltaType::Added, false),
+            ("ns/b".into(), DeltaType::Added, false),
+            ("ns/a".into(), DeltaType::Updated, false),
+            ("ns/a".into(), DeltaType::Deleted, false),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn in_order_fifo_relist_tombstones_only_keys_that_would_survive() {
+    let store = Arc::new(Indexer::new());
+    store.upsert("ns/stored".into(), arc("ns", "stored", "1"));
+    store.upsert("ns/gone-in-queue".into(), arc("ns", "gone-in-queue", "1"));
+    let q = InOrderFifo::new(store.clone());
+    q.delete(arc("ns", "gone-in-queue", "2")); // already deleted by a queued event
+    q.add(arc("ns", "pending", "3"));
+    q.replace_finish(&seen(&[]));
+    let mut all = Vec::new();
+    while !q.is_empty() {
+        all.extend(kinds(&pop(&q).await));
+    }
+    let tombstones: HashSet<String> = all.iter().filter(|(_, _, t)| *t).map(|(k, _, _)| k.clone()).collect();
+    assert_eq!(tombstones, HashSet::from(["ns/stored".to_string(), "ns/pending".to_string()]));
+}
+
+#[tokio::test]
+async fn resync_skips_keys_with_pending_deltas() {
+    let store = Arc::new(Indexer::new());
+    store.upsert("ns/a".into(), arc("ns", "a", "1"));
+    store.upsert("ns/b".into(), arc("ns", "b", "1"));
+    let q = DeltaFifo::new(store.clone());
+    q.update(arc("ns", "a", "2"));
+    q.resync();
+    let mut all = Vec::new();
+    while !q.is_empty() {
+        all.extend(kinds(&pop(&q).await));
+    }
+    assert_eq!(all, vec![("ns/a".into(), DeltaType::Updated, false), ("ns/b".into(), DeltaType::Sync, false)]);
+}
+
+#[tokio::test]
+async fn close_wakes_a_waiting_pop() {
+    let q = Arc::new(InOrderFifo::new(Arc::new(Indexer::<ConfigMap>::new())));
+    let q2 = q.clone();
+    let waiter = tokio::spawn(async move { q2.pop(|p| p.deltas.len()).await });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    q.close();
+    assert_eq!(waiter.await.unwrap(), None);
+}
+
