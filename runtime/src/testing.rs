@@ -49,6 +49,7 @@ struct State<K> {
     list_failures: VecDeque<Error>,
     watch_failures: VecDeque<Error>,
     reachable: bool,
+    compact_after_page: bool,
 }
 
 /// A scriptable in-memory API server for one resource; cheap to clone (clones share it).
@@ -108,6 +109,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
                 list_failures: VecDeque::new(),
                 watch_failures: VecDeque::new(),
                 reachable: true,
+                compact_after_page: false,
             })),
         }
     }
@@ -197,6 +199,12 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
         if !yes {
             st.watchers.clear();
         }
+    }
+
+    /// Compacts right after serving the next page that has a continue token, so that
+    /// token expires (410) when it is used.
+    pub fn compact_after_next_page(&self) {
+        self.state.lock().compact_after_page = true;
     }
 
     /// Makes the next list call fail with `err`.
@@ -316,6 +324,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
         let rv = rv.to_string();
         if !more {
             st.snapshots.remove(&id);
+        } else if st.compact_after_page {
+            st.compact_after_page = false;
+            // An unrelated write elsewhere in etcd moves the revision on; then compact.
+            st.rv += 1;
+            st.compacted = st.rv;
         }
         Ok(ListPage { items: page, resource_version: rv, continue_token: more.then(|| format!("{id}:{end}")) })
     }
