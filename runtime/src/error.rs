@@ -64,6 +64,9 @@ pub enum Error {
     /// The informer, factory or queue was shut down.
     #[error("shut down")]
     ShutDown,
+    /// `for_resource` was asked for a resource nobody registered.
+    #[error("no informer found for {0}")]
+    NoInformerForResource(crate::generic::Gvr),
 }
 
 impl Error {

@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
-use crate::generic::{ErasedInformer, GenericInformer, Gvr, NoInformerForResource, ResourceRegistry};
+use crate::generic::{ErasedInformer, GenericInformer, Gvr, ResourceRegistry};
 use crate::informer::{InformerOptions, SharedIndexInformer};
 use crate::kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
 use crate::queue::QueueMode;
@@ -273,10 +273,11 @@ impl SharedInformerFactory {
         })
     }
 
-    /// The informer for `gvr` from the registry, or a clear error when none is registered.
-    pub fn for_resource(&self, gvr: &Gvr) -> Result<GenericInformer, NoInformerForResource> {
-        let ctor = self.registry.get(gvr).ok_or_else(|| NoInformerForResource(gvr.clone()))?;
-        Ok(ctor(self))
+    /// The informer for `gvr` from the registry: [`Error::NoInformerForResource`] when
+    /// none is registered, [`Error::ShutDown`] after `shutdown`.
+    pub fn for_resource(&self, gvr: &Gvr) -> Result<GenericInformer, Error> {
+        let ctor = self.registry.get(gvr).ok_or_else(|| Error::NoInformerForResource(gvr.clone()))?;
+        ctor(self)
     }
 
     /// Starts every informer not started yet; returns how many were started.

@@ -187,13 +187,10 @@ impl fmt::Display for Gvr {
     }
 }
 
-/// `for_resource` was asked for a resource nobody registered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no informer found for {0}")]
-pub struct NoInformerForResource(pub Gvr);
-
-/// Constructor of the informer of one resource, given a factory.
-pub type InformerConstructor = Arc<dyn Fn(&crate::factory::SharedInformerFactory) -> GenericInformer + Send + Sync>;
+/// Constructor of the informer of one resource, given a factory; it fails only when the
+/// factory was shut down.
+pub type InformerConstructor =
+    Arc<dyn Fn(&crate::factory::SharedInformerFactory) -> Result<GenericInformer, Error> + Send + Sync>;
 
 /// The resources a factory can build from a [`Gvr`]; generated code fills it.
 #[derive(Clone, Default)]

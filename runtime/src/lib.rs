@@ -59,7 +59,7 @@ pub use factory::{
     FactoryOptions, InformerScope, MetaTransformFn, SharedInformerFactory, TweakFn, strip_managed_fields_meta,
 };
 pub use generic::{
-    AnyObject, ErasedInformer, GenericInformer, GenericLister, Gvr, InformerConstructor, NoInformerForResource,
+    AnyObject, ErasedInformer, GenericInformer, GenericLister, Gvr, InformerConstructor,
     ResourceRegistry,
 };
 pub use handler::{Event, EventHandler, EventStream, HandlerFn, HandlerOptions, HandlerRegistration};

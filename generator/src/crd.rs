@@ -1,0 +1,61 @@
+//! Resources of `apiextensions.k8s.io/v1` CustomResourceDefinitions: one per served
+//! version, with the version's `openAPIV3Schema` as the source of its Rust types.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::model::{ObjectType, Resource};
+
+/// The verbs every custom resource serves.
+const CRD_VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+/// One resource per served version of `crd` (at JSON pointer `at` in `file`).
+pub fn resources(file: &Path, crd: &Value, at: &str) -> Result<Vec<Resource>> {
+    let str_at = |ptr: &str| {
+        crd.pointer(ptr)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Error::new(file, format!("{at}{ptr}"), "missing or not a string"))
+    };
+    let group = str_at("/spec/group")?;
+    let kind = str_at("/spec/names/kind")?;
+    let plural = str_at("/spec/names/plural")?;
+    let namespaced = match str_at("/spec/scope")?.as_str() {
+        "Namespaced" => true,
+        "Cluster" => false,
+        other => return Err(Error::new(file, format!("{at}/spec/scope"), format!("unknown scope {other:?}"))),
+    };
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::new(file, format!("{at}/spec/versions"), "missing or not a list"))?;
+    let mut out = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let vat = format!("{at}/spec/versions/{i}");
+        if v.get("served").and_then(Value::as_bool) == Some(false) {
+            continue;
+        }
+        let version = v
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::new(file, format!("{vat}/name"), "missing or not a string"))?;
+        let schema = v
+            .pointer("/schema/openAPIV3Schema")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+        out.push(Resource {
+            group: group.clone(),
+            version: version.to_string(),
+            kind: kind.clone(),
+            plural: plural.clone(),
+            namespaced,
+            verbs: CRD_VERBS.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>(),
+            source: file.to_path_buf(),
+            object: ObjectType::Crd { schema, pointer: format!("{vat}/schema/openAPIV3Schema") },
+        });
+    }
+    Ok(out)
+}

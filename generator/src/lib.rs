@@ -1,0 +1,245 @@
+//! informer-gen: typed, shared informers and listers for Rust, generated from Kubernetes
+//! OpenAPI v2/v3 specs and CustomResourceDefinitions, on top of `informer-runtime`.
+//!
+//! Use it from the `informer-gen` command line or from a `build.rs`:
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     informer_gen::Config::new()
+//!         .input("crds/")
+//!         .generate()?; // writes $OUT_DIR/informers.rs
+//!     Ok(())
+//! }
+//! // src/lib.rs: pub mod informers { include!(concat!(env!("OUT_DIR"), "/informers.rs")); }
+//! ```
+//!
+//! The pipeline: [`input`] reads and sorts documents, [`openapi`] + [`quirks`] and [`crd`]
+//! turn them into [`Resource`]s, [`emit`] builds the module tree (CRD types from
+//! [`types`], per-resource code from the compiled templates through [`template`]), and
+//! [`output`] renders it with prettyplease and writes it only when the run succeeded.
+#![warn(missing_docs)]
+
+pub mod crd;
+pub mod emit;
+pub mod error;
+pub mod input;
+pub mod model;
+pub mod naming;
+pub mod openapi;
+pub mod output;
+pub mod quirks;
+pub mod template;
+pub mod types;
+pub mod yaml;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use emit::ExternPaths;
+pub use error::{Error, Result};
+pub use model::{ObjectType, Resource};
+pub use output::WriteReport;
+
+/// The runtime crate of the checkout this generator was built from (the default
+/// `--runtime-path` of generated packages).
+pub const DEFAULT_RUNTIME_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../runtime");
+
+/// Every resource in `inputs` (files or directories), in input order then path order.
+pub fn load_resources(inputs: &[PathBuf]) -> Result<Vec<Resource>> {
+    let files = input::collect_files(inputs)?;
+    if files.is_empty() {
+        let shown = inputs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
+        return Err(Error::new(shown, "", "no .json, .yaml or .yml files in the inputs"));
+    }
+    let mut out = Vec::new();
+    for file in &files {
+        for doc in input::read(file)? {
+            match doc {
+                input::Document::OpenApiV2(v) | input::Document::OpenApiV3(v) => {
+                    let flavor = if v.get("swagger").is_some() { openapi::Flavor::V2 } else { openapi::Flavor::V3 };
+                    let mut found = openapi::scan(file, &v, flavor)?;
+                    quirks::apply(&mut found);
+                    out.extend(openapi::resources(file, found)?);
+                }
+                input::Document::Crd(v, at) => out.extend(crd::resources(file, &v, &at)?),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// How the output is laid out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    /// One file with every module inline, for `include!` (the `build.rs` default,
+    /// `informers.rs`).
+    SingleFile(String),
+    /// A module tree: `mod.rs` at the root of the output directory.
+    ModuleTree,
+    /// A Cargo package: `Cargo.toml` and `src/lib.rs` with the module tree.
+    Package(String),
+}
+
+/// The generator's configuration, in the style of `prost_build::Config`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    inputs: Vec<PathBuf>,
+    out_dir: Option<PathBuf>,
+    runtime_path: String,
+    externs: ExternPaths,
+    layout: Layout,
+    rerun_if_changed: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What [`Config::render`] produced, before anything is written.
+#[derive(Debug)]
+pub struct Rendered {
+    /// The output directory.
+    pub out_dir: PathBuf,
+    /// Every file, by absolute path.
+    pub files: BTreeMap<PathBuf, String>,
+    /// The resources that got informers.
+    pub resources: Vec<Resource>,
+    /// The input files read.
+    pub input_files: Vec<PathBuf>,
+}
+
+impl Config {
+    /// Defaults for `build.rs`: output to `$OUT_DIR/informers.rs`, printing
+    /// `cargo:rerun-if-changed` for every input.
+    pub fn new() -> Self {
+        Config {
+            inputs: Vec::new(),
+            out_dir: None,
+            runtime_path: DEFAULT_RUNTIME_PATH.to_string(),
+            externs: ExternPaths::default(),
+            layout: Layout::SingleFile("informers.rs".into()),
+            rerun_if_changed: true,
+        }
+    }
+
+    /// Adds an input file or directory (searched recursively for `.json`/`.yaml`/`.yml`).
+    pub fn input(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.inputs.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Adds several inputs.
+    pub fn inputs<P: AsRef<Path>>(&mut self, paths: impl IntoIterator<Item = P>) -> &mut Self {
+        self.inputs.extend(paths.into_iter().map(|p| p.as_ref().to_path_buf()));
+        self
+    }
+
+    /// The output directory (default: `$OUT_DIR`).
+    pub fn out_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// The `path` dependency on `informer-runtime` written into generated packages.
+    pub fn runtime_path(&mut self, path: impl Into<String>) -> &mut Self {
+        self.runtime_path = path.into();
+        self
+    }
+
+    /// Reuses an existing type instead of generating or mapping one: `key` is an OpenAPI
+    /// definition-name prefix (`com.example.` → a Rust module path) or a custom resource's
+    /// `group/version/Kind` (→ a Rust type path implementing `kube_core::Resource`).
+    pub fn extern_path(&mut self, key: impl AsRef<str>, rust_path: impl AsRef<str>) -> &mut Self {
+        self.externs.add(key.as_ref(), rust_path.as_ref());
+        self
+    }
+
+    /// The output layout (default: one file, `informers.rs`).
+    pub fn layout(&mut self, layout: Layout) -> &mut Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed` lines (default: true, for `build.rs`).
+    pub fn rerun_if_changed(&mut self, yes: bool) -> &mut Self {
+        self.rerun_if_changed = yes;
+        self
+    }
+
+    fn resolved_out_dir(&self) -> Result<PathBuf> {
+        match &self.out_dir {
+            Some(d) => Ok(d.clone()),
+            None => std::env::var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or_else(|| Error::new(Path::new("OUT_DIR"), "", "no out_dir set and OUT_DIR is not in the environment")),
+        }
+    }
+
+    /// Reads the inputs and renders every output file in memory; writes nothing.
+    pub fn render(&self) -> Result<Rendered> {
+        let out_dir = self.resolved_out_dir()?;
+        let input_files = input::collect_files(&self.inputs)?;
+        let all = load_resources(&self.inputs)?;
+        let tree = emit::emit(&all, &self.externs)?;
+        let resources: Vec<Resource> = emit::informer_resources(&all).into_iter().cloned().collect();
+        let mut files = BTreeMap::new();
+        match &self.layout {
+            Layout::SingleFile(name) => {
+                let path = out_dir.join(name);
+                files.insert(path.clone(), output::render(&path, tree.to_inline_tokens(false))?);
+            }
+            Layout::ModuleTree => tree.to_files(&out_dir, "mod.rs", &mut files)?,
+            Layout::Package(name) => {
+                tree.to_files(&out_dir.join("src"), "lib.rs", &mut files)?;
+                files.insert(out_dir.join("Cargo.toml"), package_manifest(name, &self.runtime_path));
+            }
+        }
+        Ok(Rendered { out_dir, files, resources, input_files })
+    }
+
+    fn print_rerun(&self, r: &Rendered) {
+        if self.rerun_if_changed {
+            for p in self.inputs.iter().chain(&r.input_files) {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+        }
+    }
+
+    /// Renders and writes (only files whose bytes changed; stale generated files are
+    /// removed in the tree and package layouts).
+    pub fn generate(&self) -> Result<(Rendered, WriteReport)> {
+        let r = self.render()?;
+        let report = output::write(&r.out_dir, &r.files, !matches!(self.layout, Layout::SingleFile(_)))?;
+        self.print_rerun(&r);
+        Ok((r, report))
+    }
+
+    /// Renders and lists the files that differ from what is on disk (empty: up to date).
+    pub fn check(&self) -> Result<(Rendered, Vec<PathBuf>)> {
+        let r = self.render()?;
+        let differ = output::check(&r.out_dir, &r.files, !matches!(self.layout, Layout::SingleFile(_)));
+        Ok((r, differ))
+    }
+}
+
+fn package_manifest(name: &str, runtime_path: &str) -> String {
+    output::toml(&format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+path = "src/lib.rs"
+# Descriptions from schemas are documentation, not examples.
+doctest = false
+
+[dependencies]
+informer-runtime = {{ path = {runtime_path:?} }}
+"#
+    ))
+}

@@ -1,0 +1,388 @@
+//! Rust types from CRD `openAPIV3Schema`s (structural schemas).
+//!
+//! The mapping, each rule decided by the schema alone:
+//! - `x-kubernetes-int-or-string` → `IntOrString`;
+//! - `string` → `String`, or an enum when the schema lists `enum` values: one variant per
+//!   value plus `Other(String)`, so a value the schema did not list decodes (and encodes
+//!   back unchanged) instead of failing the informer;
+//! - `integer` → `i32` for `format: int32`, else `i64`; `number` → `serde_json::Number`
+//!   (lossless: `1` stays `1`, `1.5` stays `1.5`); `boolean` → `bool`;
+//! - `array` → `Vec<item>`;
+//! - `object` with `properties` → a struct (with a flattened map of the remaining fields when
+//!   `x-kubernetes-preserve-unknown-fields` is set); with `additionalProperties` only →
+//!   `BTreeMap<String, value>`; with neither (open, embedded or empty) → `serde_json::Value`;
+//! - no `type`: `properties` → as an object; anything else (`anyOf`/`oneOf` alternatives,
+//!   preserve-unknown-fields) → `serde_json::Value`. In a structural schema `anyOf`, `oneOf`,
+//!   `allOf` and `not` only add validation, so they never change the shape;
+//! - a property is `Option` unless it is required and not `nullable`; `Option`s are skipped
+//!   when `None`. `default`s are documented (the server applies them), not invented on decode.
+//!
+//! CRD schemas cannot refer to other schemas, so types are trees: no recursion, no `Box`.
+//! Invariant: each type is one `TokenStream` pushed in schema order, so output is stable.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use serde_json::Value;
+
+use crate::error::{Error, Result, pointer_segment};
+use crate::naming::{UniqueNames, field_ident, field_name, type_part};
+
+const SERDE: &str = "::informer_runtime::reexports::serde";
+
+/// Generates the types of one version module.
+pub struct TypeGen<'a> {
+    file: &'a Path,
+    names: &'a mut UniqueNames,
+    /// The emitted items, in order.
+    pub items: Vec<TokenStream>,
+}
+
+fn derives() -> TokenStream {
+    quote! {
+        #[derive(
+            ::std::clone::Clone,
+            ::std::fmt::Debug,
+            ::std::cmp::PartialEq,
+            ::informer_runtime::reexports::serde::Serialize,
+            ::informer_runtime::reexports::serde::Deserialize
+        )]
+        #[serde(crate = #SERDE)]
+    }
+}
+
+/// `#[doc]` attributes for a schema's description (and default), with code fences marked
+/// as `text` so they never become doctests.
+pub fn docs(schema: &Value) -> TokenStream {
+    let mut text = schema.get("description").and_then(Value::as_str).unwrap_or("").to_string();
+    if let Some(d) = schema.get("default") {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&format!("Default (applied by the server): `{d}`."));
+    }
+    doc_lines(&text)
+}
+
+/// `#[doc]` attributes for `text`.
+pub fn doc_lines(text: &str) -> TokenStream {
+    let mut lines = Vec::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("```") {
+            lines.push(if in_fence { "```".to_string() } else { "```text".to_string() });
+            in_fence = !in_fence;
+        } else if in_fence {
+            lines.push(line.to_string());
+        } else {
+            // Leading spaces would make indented code blocks, which rustdoc runs as tests.
+            lines.push(t.to_string());
+        }
+    }
+    if in_fence {
+        lines.push("```".into());
+    }
+    let lines = lines.into_iter().map(|l| if l.is_empty() { l } else { format!(" {l}") });
+    quote! { #( #[doc = #lines] )* }
+}
+
+fn ty_of(schema: &Value) -> Option<&str> {
+    schema.get("type").and_then(Value::as_str)
+}
+
+fn flag(schema: &Value, name: &str) -> bool {
+    schema.get(name).and_then(Value::as_bool).unwrap_or(false)
+}
+
+impl<'a> TypeGen<'a> {
+    /// A generator for `file`, naming types through `names` (shared by the version module).
+    pub fn new(file: &'a Path, names: &'a mut UniqueNames) -> Self {
+        TypeGen { file, names, items: Vec::new() }
+    }
+
+    fn err(&self, ptr: &str, msg: impl Into<String>) -> Error {
+        Error::new(self.file, ptr, msg)
+    }
+
+    /// The root type of a custom resource: `kind` with `metadata`, the schema's other
+    /// properties, `kube_core::Resource`, and a `Serialize` that writes `apiVersion` and `kind`.
+    pub fn root(&mut self, group: &str, version: &str, kind: &str, plural: &str, namespaced: bool, schema: &Value, ptr: &str) -> Result<()> {
+        if !schema.is_object() {
+            return Err(self.err(ptr, "the schema must be an object"));
+        }
+        if let Some(t) = ty_of(schema) {
+            if t != "object" {
+                return Err(self.err(&format!("{ptr}/type"), format!("a resource's schema must have type object, not {t:?}")));
+            }
+        }
+        let name = kind.to_string();
+        self.names.reserve(&name);
+        let ident = format_ident!("{}", name);
+        let props = schema.get("properties").and_then(Value::as_object);
+        let required = required_set(schema);
+        let mut fields = Vec::new();
+        let mut ser = Vec::new();
+        let mut field_names = UniqueNames::default();
+        for n in ["metadata", "api_version", "kind", "extra"] {
+            field_names.reserve(n);
+        }
+        if let Some(props) = props {
+            for (pname, pschema) in props {
+                if matches!(pname.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
+                let f = self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names)?;
+                let fid = &f.ident;
+                ser.push(if f.optional {
+                    quote! { if let ::std::option::Option::Some(v) = &self.#fid { map.serialize_entry(#pname, v)?; } }
+                } else {
+                    quote! { map.serialize_entry(#pname, &self.#fid)?; }
+                });
+                fields.push(f.tokens);
+            }
+        }
+        let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
+        if preserve {
+            fields.push(quote! {
+                /// Fields the schema does not name (it preserves unknown fields).
+                #[serde(flatten)]
+                pub extra: ::std::collections::BTreeMap<::std::string::String, ::informer_runtime::reexports::serde_json::Value>,
+            });
+            ser.push(quote! {
+                for (k, v) in &self.extra {
+                    if k != "apiVersion" && k != "kind" {
+                        map.serialize_entry(k, v)?;
+                    }
+                }
+            });
+        }
+        let doc = docs(schema);
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        let scope = if namespaced {
+            quote!(::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope)
+        } else {
+            quote!(::informer_runtime::reexports::k8s_openapi::ClusterResourceScope)
+        };
+        let what = format!(" `{kind}` objects ({api_version}, resource `{plural}`).");
+        self.items.push(quote! {
+            #doc
+            ///
+            #[doc = #what]
+            #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::informer_runtime::reexports::serde::Deserialize)]
+            #[serde(crate = #SERDE)]
+            pub struct #ident {
+                /// Standard object metadata.
+                #[serde(default)]
+                pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+                #(#fields)*
+            }
+
+            impl ::informer_runtime::reexports::serde::Serialize for #ident {
+                fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                    use ::informer_runtime::reexports::serde::ser::SerializeMap as _;
+                    let mut map = serializer.serialize_map(::std::option::Option::None)?;
+                    map.serialize_entry("apiVersion", #api_version)?;
+                    map.serialize_entry("kind", #kind)?;
+                    map.serialize_entry("metadata", &self.metadata)?;
+                    #(#ser)*
+                    map.end()
+                }
+            }
+
+            impl ::informer_runtime::reexports::kube_core::Resource for #ident {
+                type DynamicType = ();
+                type Scope = #scope;
+                fn kind(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#kind) }
+                fn group(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#group) }
+                fn version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#version) }
+                fn api_version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#api_version) }
+                fn plural(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#plural) }
+                fn meta(&self) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta { &self.metadata }
+                fn meta_mut(&mut self) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta { &mut self.metadata }
+            }
+        });
+        Ok(())
+    }
+
+    fn field(&mut self, parent: &str, pname: &str, pschema: &Value, required: bool, ptr: &str, field_names: &mut UniqueNames) -> Result<Field> {
+        if !pschema.is_object() {
+            return Err(self.err(ptr, "a property schema must be an object"));
+        }
+        let hint = format!("{parent}{}", type_part(pname));
+        let ty = self.type_of(pschema, &hint, ptr)?;
+        let fname = field_names.take(&field_name(pname), "_");
+        let ident = field_ident(&fname);
+        let doc = docs(pschema);
+        let rename = if fname.trim_start_matches("r#") == pname { None } else { Some(quote!(rename = #pname,)) };
+        let optional = !required || flag(pschema, "nullable");
+        let tokens = if optional && required {
+            // Required but nullable: always written, `null` when `None`.
+            quote! { #doc #[serde(#rename)] pub #ident: ::std::option::Option<#ty>, }
+        } else if optional {
+            quote! {
+                #doc
+                #[serde(#rename default, skip_serializing_if = "::std::option::Option::is_none")]
+                pub #ident: ::std::option::Option<#ty>,
+            }
+        } else {
+            quote! { #doc #[serde(#rename)] pub #ident: #ty, }
+        };
+        Ok(Field { ident, tokens, optional: optional && !required })
+    }
+
+    /// The Rust type of `schema`, emitting named types it needs (named from `hint`).
+    pub fn type_of(&mut self, schema: &Value, hint: &str, ptr: &str) -> Result<TokenStream> {
+        if let Some(r) = schema.get("$ref") {
+            return Err(self.err(&format!("{ptr}/$ref"), format!("$ref {r} is not allowed in a CRD schema")));
+        }
+        if flag(schema, "x-kubernetes-int-or-string") {
+            return Ok(quote!(::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString));
+        }
+        let value = quote!(::informer_runtime::reexports::serde_json::Value);
+        let has_props = schema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+        match ty_of(schema) {
+            Some("string") => match schema.get("enum").and_then(Value::as_array) {
+                Some(values) if !values.is_empty() && values.iter().all(|v| v.is_string() || v.is_null()) => {
+                    let values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+                    if values.is_empty() { Ok(quote!(::std::string::String)) } else { Ok(self.string_enum(schema, hint, &values)) }
+                }
+                _ => Ok(quote!(::std::string::String)),
+            },
+            Some("integer") => Ok(if schema.get("format").and_then(Value::as_str) == Some("int32") { quote!(i32) } else { quote!(i64) }),
+            Some("number") => Ok(quote!(::informer_runtime::reexports::serde_json::Number)),
+            Some("boolean") => Ok(quote!(bool)),
+            Some("array") => {
+                let item = match schema.get("items") {
+                    Some(items) if items.is_object() => self.type_of(items, hint, &format!("{ptr}/items"))?,
+                    Some(_) => return Err(self.err(&format!("{ptr}/items"), "tuple-typed arrays are not supported")),
+                    None => value,
+                };
+                Ok(quote!(::std::vec::Vec<#item>))
+            }
+            Some("object") | None if has_props => self.object(schema, hint, ptr),
+            Some("object") => match schema.get("additionalProperties") {
+                Some(ap) if ap.is_object() && !flag(schema, "x-kubernetes-preserve-unknown-fields") => {
+                    let v = self.type_of(ap, &format!("{hint}Value"), &format!("{ptr}/additionalProperties"))?;
+                    Ok(quote!(::std::collections::BTreeMap<::std::string::String, #v>))
+                }
+                _ => Ok(value),
+            },
+            None => Ok(value),
+            Some(other) => Err(self.err(&format!("{ptr}/type"), format!("unsupported type {other:?}"))),
+        }
+    }
+
+    fn object(&mut self, schema: &Value, hint: &str, ptr: &str) -> Result<TokenStream> {
+        let name = self.names.take(hint, "");
+        let ident = format_ident!("{}", name);
+        let required = required_set(schema);
+        let mut field_names = UniqueNames::default();
+        let mut fields = Vec::new();
+        if flag(schema, "x-kubernetes-preserve-unknown-fields") {
+            field_names.reserve("extra");
+        }
+        let props = schema.get("properties").and_then(Value::as_object).into_iter().flatten();
+        for (pname, pschema) in props {
+            let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
+            fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names)?.tokens);
+        }
+        if flag(schema, "x-kubernetes-preserve-unknown-fields") {
+            fields.push(quote! {
+                /// Fields the schema does not name (it preserves unknown fields).
+                #[serde(flatten)]
+                pub extra: ::std::collections::BTreeMap<::std::string::String, ::informer_runtime::reexports::serde_json::Value>,
+            });
+        }
+        let doc = docs(schema);
+        let derives = derives();
+        self.items.push(quote! {
+            #doc
+            #derives
+            pub struct #ident {
+                #(#fields)*
+            }
+        });
+        Ok(quote!(#ident))
+    }
+
+    fn string_enum(&mut self, schema: &Value, hint: &str, values: &[&str]) -> TokenStream {
+        let name = self.names.take(hint, "");
+        let ident = format_ident!("{}", name);
+        let mut variants = UniqueNames::default();
+        let mut seen = BTreeSet::new();
+        let mut arms = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            if !seen.insert(*v) {
+                continue;
+            }
+            let base = type_part(v);
+            let base = if base == "Field" { format!("Value{i}") } else { base };
+            arms.push((variants.take(&base, ""), *v));
+        }
+        let other = variants.take("Other", "");
+        let other = format_ident!("{}", other);
+        let vids: Vec<_> = arms.iter().map(|(n, _)| format_ident!("{}", n)).collect();
+        let vstrs: Vec<_> = arms.iter().map(|(_, v)| *v).collect();
+        let vdocs: Vec<_> = vstrs.iter().map(|v| format!(" `{v}`")).collect();
+        let doc = docs(schema);
+        self.items.push(quote! {
+            #doc
+            #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash, ::std::cmp::PartialOrd, ::std::cmp::Ord)]
+            pub enum #ident {
+                #( #[doc = #vdocs] #vids, )*
+                /// A value the schema does not list (kept as sent).
+                #other(::std::string::String),
+            }
+
+            impl #ident {
+                /// The value as sent on the wire.
+                pub fn as_str(&self) -> &str {
+                    match self {
+                        #( Self::#vids => #vstrs, )*
+                        Self::#other(s) => s,
+                    }
+                }
+            }
+
+            impl ::std::convert::From<&str> for #ident {
+                fn from(s: &str) -> Self {
+                    match s {
+                        #( #vstrs => Self::#vids, )*
+                        other => Self::#other(::std::string::String::from(other)),
+                    }
+                }
+            }
+
+            impl ::informer_runtime::reexports::serde::Serialize for #ident {
+                fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                    serializer.serialize_str(self.as_str())
+                }
+            }
+
+            impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for #ident {
+                fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                    let s = <::std::borrow::Cow<'de, str> as ::informer_runtime::reexports::serde::Deserialize<'de>>::deserialize(deserializer)?;
+                    ::std::result::Result::Ok(match &*s {
+                        #( #vstrs => Self::#vids, )*
+                        _ => Self::#other(s.into_owned()),
+                    })
+                }
+            }
+        });
+        quote!(#ident)
+    }
+}
+
+struct Field {
+    ident: proc_macro2::Ident,
+    tokens: TokenStream,
+    optional: bool,
+}
+
+fn required_set(schema: &Value) -> BTreeSet<&str> {
+    schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
+}

@@ -1,0 +1,82 @@
+//! Template: the informer and listers of one cluster-scoped resource.
+use crate::placeholder::cluster::Kind;
+
+/// The object type cached for PLURAL (GROUP/VERSION).
+pub type Object = Kind;
+
+/// The group, version and resource of KIND objects.
+pub fn gvr() -> ::informer_runtime::Gvr {
+    ::informer_runtime::Gvr::new("GROUP", "VERSION", "PLURAL")
+}
+
+/// Access to a factory's shared informer of KIND objects (GROUP/VERSION PLURAL, cluster-scoped).
+#[derive(Clone, Copy)]
+pub struct KindInformer<'f> {
+    factory: &'f ::informer_runtime::SharedInformerFactory,
+}
+
+impl<'f> KindInformer<'f> {
+    /// Access through `factory`.
+    pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
+        KindInformer { factory }
+    }
+
+    /// The factory's one shared informer of KIND objects, created on first use. Fails only
+    /// after the factory was shut down.
+    pub fn informer(&self) -> ::std::result::Result<::informer_runtime::SharedIndexInformer<Object>, ::informer_runtime::Error> {
+        self.factory.informer_for::<Object>()
+    }
+
+    /// A lister over the shared informer's cache.
+    pub fn lister(&self) -> ::std::result::Result<KindLister, ::informer_runtime::Error> {
+        ::std::result::Result::Ok(KindLister::new(self.informer()?.lister()))
+    }
+
+    /// The factory's shared informer caching only the metadata of KIND objects.
+    pub fn metadata_informer(
+        &self,
+    ) -> ::std::result::Result<
+        ::informer_runtime::SharedIndexInformer<::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>>,
+        ::informer_runtime::Error,
+    > {
+        self.factory.metadata_informer_for::<Object>()
+    }
+}
+
+/// Reads KIND objects (cluster-scoped) from an informer's cache.
+#[derive(Clone, Debug)]
+pub struct KindLister {
+    inner: ::informer_runtime::Lister<Object>,
+}
+
+impl KindLister {
+    /// A typed lister over `inner`.
+    pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
+        KindLister { inner }
+    }
+
+    /// The cached KIND objects whose labels match `selector`.
+    pub fn list(&self, selector: &::informer_runtime::Selector) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
+        self.inner.list(selector)
+    }
+
+    /// The cached KIND called `name`, or `NotFound`.
+    pub fn get(&self, name: &str) -> ::std::result::Result<::std::sync::Arc<Object>, ::informer_runtime::NotFound> {
+        self.inner.get(name)
+    }
+
+    /// The untyped-name lister underneath.
+    pub fn inner(&self) -> &::informer_runtime::Lister<Object> {
+        &self.inner
+    }
+}
+
+/// Registers KIND objects under their GVR, for `SharedInformerFactory::for_resource`.
+pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
+    registry.register(
+        gvr(),
+        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(factory.informer_for::<Object>()?))
+        }),
+    );
+}
