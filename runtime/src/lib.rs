@@ -83,4 +83,5 @@ pub mod reexports {
     pub use kube_core;
     pub use serde;
     pub use serde_json;
+    pub use tokio;
 }
