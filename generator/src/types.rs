@@ -346,14 +346,18 @@ impl<'a> TypeGen<'a> {
                         Self::#other(s) => s,
                     }
                 }
+
+                fn known(s: &str) -> ::std::option::Option<Self> {
+                    match s {
+                        #( #vstrs => ::std::option::Option::Some(Self::#vids), )*
+                        _ => ::std::option::Option::None,
+                    }
+                }
             }
 
             impl ::std::convert::From<&str> for #ident {
                 fn from(s: &str) -> Self {
-                    match s {
-                        #( #vstrs => Self::#vids, )*
-                        other => Self::#other(::std::string::String::from(other)),
-                    }
+                    Self::known(s).unwrap_or_else(|| Self::#other(::std::string::String::from(s)))
                 }
             }
 
@@ -365,11 +369,7 @@ impl<'a> TypeGen<'a> {
 
             impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for #ident {
                 fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
-                    let s = <::std::borrow::Cow<'de, str> as ::informer_runtime::reexports::serde::Deserialize<'de>>::deserialize(deserializer)?;
-                    ::std::result::Result::Ok(match &*s {
-                        #( #vstrs => Self::#vids, )*
-                        _ => Self::#other(s.into_owned()),
-                    })
+                    ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::#other)
                 }
             }
         });

@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 mod backoff;
+pub mod codegen;
 mod delta;
 mod delta_fifo;
 mod error;

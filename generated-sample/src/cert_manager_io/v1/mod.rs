@@ -55,14 +55,17 @@ impl CertificateSpecAdditionalOutputFormatsType {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "DER" => ::std::option::Option::Some(Self::Der),
+            "CombinedPEM" => ::std::option::Option::Some(Self::CombinedPem),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateSpecAdditionalOutputFormatsType {
     fn from(s: &str) -> Self {
-        match s {
-            "DER" => Self::Der,
-            "CombinedPEM" => Self::CombinedPem,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -79,18 +82,10 @@ for CertificateSpecAdditionalOutputFormatsType {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "DER" => Self::Der,
-                "CombinedPEM" => Self::CombinedPem,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -274,16 +269,19 @@ impl CertificateSpecKeystoresPkcs12Profile {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "LegacyRC2" => ::std::option::Option::Some(Self::LegacyRc2),
+            "LegacyDES" => ::std::option::Option::Some(Self::LegacyDes),
+            "Modern2023" => ::std::option::Option::Some(Self::Modern2023),
+            "Modern2026" => ::std::option::Option::Some(Self::Modern2026),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateSpecKeystoresPkcs12Profile {
     fn from(s: &str) -> Self {
-        match s {
-            "LegacyRC2" => Self::LegacyRc2,
-            "LegacyDES" => Self::LegacyDes,
-            "Modern2023" => Self::Modern2023,
-            "Modern2026" => Self::Modern2026,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -300,20 +298,10 @@ for CertificateSpecKeystoresPkcs12Profile {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "LegacyRC2" => Self::LegacyRc2,
-                "LegacyDES" => Self::LegacyDes,
-                "Modern2023" => Self::Modern2023,
-                "Modern2026" => Self::Modern2026,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -561,15 +549,18 @@ impl CertificateSpecPrivateKeyAlgorithm {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "RSA" => ::std::option::Option::Some(Self::Rsa),
+            "ECDSA" => ::std::option::Option::Some(Self::Ecdsa),
+            "Ed25519" => ::std::option::Option::Some(Self::Ed25519),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateSpecPrivateKeyAlgorithm {
     fn from(s: &str) -> Self {
-        match s {
-            "RSA" => Self::Rsa,
-            "ECDSA" => Self::Ecdsa,
-            "Ed25519" => Self::Ed25519,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -586,19 +577,10 @@ for CertificateSpecPrivateKeyAlgorithm {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "RSA" => Self::Rsa,
-                "ECDSA" => Self::Ecdsa,
-                "Ed25519" => Self::Ed25519,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -634,14 +616,17 @@ impl CertificateSpecPrivateKeyEncoding {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "PKCS1" => ::std::option::Option::Some(Self::Pkcs1),
+            "PKCS8" => ::std::option::Option::Some(Self::Pkcs8),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateSpecPrivateKeyEncoding {
     fn from(s: &str) -> Self {
-        match s {
-            "PKCS1" => Self::Pkcs1,
-            "PKCS8" => Self::Pkcs8,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -658,18 +643,10 @@ for CertificateSpecPrivateKeyEncoding {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "PKCS1" => Self::Pkcs1,
-                "PKCS8" => Self::Pkcs8,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -710,14 +687,17 @@ impl CertificateSpecPrivateKeyRotationPolicy {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "Never" => ::std::option::Option::Some(Self::Never),
+            "Always" => ::std::option::Option::Some(Self::Always),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateSpecPrivateKeyRotationPolicy {
     fn from(s: &str) -> Self {
-        match s {
-            "Never" => Self::Never,
-            "Always" => Self::Always,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -734,18 +714,10 @@ for CertificateSpecPrivateKeyRotationPolicy {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "Never" => Self::Never,
-                "Always" => Self::Always,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -833,14 +805,17 @@ impl CertificateSpecRenewalPolicy {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "RenewBefore" => ::std::option::Option::Some(Self::RenewBefore),
+            "Disabled" => ::std::option::Option::Some(Self::Disabled),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateSpecRenewalPolicy {
     fn from(s: &str) -> Self {
-        match s {
-            "RenewBefore" => Self::RenewBefore,
-            "Disabled" => Self::Disabled,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecRenewalPolicy {
@@ -856,18 +831,10 @@ for CertificateSpecRenewalPolicy {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "RenewBefore" => Self::RenewBefore,
-                "Disabled" => Self::Disabled,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -988,19 +955,22 @@ impl CertificateSpecSignatureAlgorithm {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "SHA256WithRSA" => ::std::option::Option::Some(Self::Sha256WithRsa),
+            "SHA384WithRSA" => ::std::option::Option::Some(Self::Sha384WithRsa),
+            "SHA512WithRSA" => ::std::option::Option::Some(Self::Sha512WithRsa),
+            "ECDSAWithSHA256" => ::std::option::Option::Some(Self::EcdsaWithSha256),
+            "ECDSAWithSHA384" => ::std::option::Option::Some(Self::EcdsaWithSha384),
+            "ECDSAWithSHA512" => ::std::option::Option::Some(Self::EcdsaWithSha512),
+            "PureEd25519" => ::std::option::Option::Some(Self::PureEd25519),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateSpecSignatureAlgorithm {
     fn from(s: &str) -> Self {
-        match s {
-            "SHA256WithRSA" => Self::Sha256WithRsa,
-            "SHA384WithRSA" => Self::Sha384WithRsa,
-            "SHA512WithRSA" => Self::Sha512WithRsa,
-            "ECDSAWithSHA256" => Self::EcdsaWithSha256,
-            "ECDSAWithSHA384" => Self::EcdsaWithSha384,
-            "ECDSAWithSHA512" => Self::EcdsaWithSha512,
-            "PureEd25519" => Self::PureEd25519,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -1017,23 +987,10 @@ for CertificateSpecSignatureAlgorithm {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "SHA256WithRSA" => Self::Sha256WithRsa,
-                "SHA384WithRSA" => Self::Sha384WithRsa,
-                "SHA512WithRSA" => Self::Sha512WithRsa,
-                "ECDSAWithSHA256" => Self::EcdsaWithSha256,
-                "ECDSAWithSHA384" => Self::EcdsaWithSha384,
-                "ECDSAWithSHA512" => Self::EcdsaWithSha512,
-                "PureEd25519" => Self::PureEd25519,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -1212,35 +1169,38 @@ impl CertificateSpecUsages {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "signing" => ::std::option::Option::Some(Self::Signing),
+            "digital signature" => ::std::option::Option::Some(Self::DigitalSignature),
+            "content commitment" => ::std::option::Option::Some(Self::ContentCommitment),
+            "key encipherment" => ::std::option::Option::Some(Self::KeyEncipherment),
+            "key agreement" => ::std::option::Option::Some(Self::KeyAgreement),
+            "data encipherment" => ::std::option::Option::Some(Self::DataEncipherment),
+            "cert sign" => ::std::option::Option::Some(Self::CertSign),
+            "crl sign" => ::std::option::Option::Some(Self::CrlSign),
+            "encipher only" => ::std::option::Option::Some(Self::EncipherOnly),
+            "decipher only" => ::std::option::Option::Some(Self::DecipherOnly),
+            "any" => ::std::option::Option::Some(Self::Any),
+            "server auth" => ::std::option::Option::Some(Self::ServerAuth),
+            "client auth" => ::std::option::Option::Some(Self::ClientAuth),
+            "code signing" => ::std::option::Option::Some(Self::CodeSigning),
+            "email protection" => ::std::option::Option::Some(Self::EmailProtection),
+            "s/mime" => ::std::option::Option::Some(Self::SMime),
+            "ipsec end system" => ::std::option::Option::Some(Self::IpsecEndSystem),
+            "ipsec tunnel" => ::std::option::Option::Some(Self::IpsecTunnel),
+            "ipsec user" => ::std::option::Option::Some(Self::IpsecUser),
+            "timestamping" => ::std::option::Option::Some(Self::Timestamping),
+            "ocsp signing" => ::std::option::Option::Some(Self::OcspSigning),
+            "microsoft sgc" => ::std::option::Option::Some(Self::MicrosoftSgc),
+            "netscape sgc" => ::std::option::Option::Some(Self::NetscapeSgc),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateSpecUsages {
     fn from(s: &str) -> Self {
-        match s {
-            "signing" => Self::Signing,
-            "digital signature" => Self::DigitalSignature,
-            "content commitment" => Self::ContentCommitment,
-            "key encipherment" => Self::KeyEncipherment,
-            "key agreement" => Self::KeyAgreement,
-            "data encipherment" => Self::DataEncipherment,
-            "cert sign" => Self::CertSign,
-            "crl sign" => Self::CrlSign,
-            "encipher only" => Self::EncipherOnly,
-            "decipher only" => Self::DecipherOnly,
-            "any" => Self::Any,
-            "server auth" => Self::ServerAuth,
-            "client auth" => Self::ClientAuth,
-            "code signing" => Self::CodeSigning,
-            "email protection" => Self::EmailProtection,
-            "s/mime" => Self::SMime,
-            "ipsec end system" => Self::IpsecEndSystem,
-            "ipsec tunnel" => Self::IpsecTunnel,
-            "ipsec user" => Self::IpsecUser,
-            "timestamping" => Self::Timestamping,
-            "ocsp signing" => Self::OcspSigning,
-            "microsoft sgc" => Self::MicrosoftSgc,
-            "netscape sgc" => Self::NetscapeSgc,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecUsages {
@@ -1256,39 +1216,10 @@ for CertificateSpecUsages {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "signing" => Self::Signing,
-                "digital signature" => Self::DigitalSignature,
-                "content commitment" => Self::ContentCommitment,
-                "key encipherment" => Self::KeyEncipherment,
-                "key agreement" => Self::KeyAgreement,
-                "data encipherment" => Self::DataEncipherment,
-                "cert sign" => Self::CertSign,
-                "crl sign" => Self::CrlSign,
-                "encipher only" => Self::EncipherOnly,
-                "decipher only" => Self::DecipherOnly,
-                "any" => Self::Any,
-                "server auth" => Self::ServerAuth,
-                "client auth" => Self::ClientAuth,
-                "code signing" => Self::CodeSigning,
-                "email protection" => Self::EmailProtection,
-                "s/mime" => Self::SMime,
-                "ipsec end system" => Self::IpsecEndSystem,
-                "ipsec tunnel" => Self::IpsecTunnel,
-                "ipsec user" => Self::IpsecUser,
-                "timestamping" => Self::Timestamping,
-                "ocsp signing" => Self::OcspSigning,
-                "microsoft sgc" => Self::MicrosoftSgc,
-                "netscape sgc" => Self::NetscapeSgc,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -1650,15 +1581,18 @@ impl CertificateStatusConditionsStatus {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "True" => ::std::option::Option::Some(Self::True),
+            "False" => ::std::option::Option::Some(Self::False),
+            "Unknown" => ::std::option::Option::Some(Self::Unknown),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for CertificateStatusConditionsStatus {
     fn from(s: &str) -> Self {
-        match s {
-            "True" => Self::True,
-            "False" => Self::False,
-            "Unknown" => Self::Unknown,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -1675,19 +1609,10 @@ for CertificateStatusConditionsStatus {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "True" => Self::True,
-                "False" => Self::False,
-                "Unknown" => Self::Unknown,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -1939,16 +1864,19 @@ impl ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "HS256" => ::std::option::Option::Some(Self::Hs256),
+            "HS384" => ::std::option::Option::Some(Self::Hs384),
+            "HS512" => ::std::option::Option::Some(Self::Hs512),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str>
 for ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn from(s: &str) -> Self {
-        match s {
-            "HS256" => Self::Hs256,
-            "HS384" => Self::Hs384,
-            "HS512" => Self::Hs512,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -1965,19 +1893,10 @@ for ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "HS256" => Self::Hs256,
-                "HS384" => Self::Hs384,
-                "HS512" => Self::Hs512,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2098,14 +2017,17 @@ impl ClusterIssuerSpecAcmeRenewalInformationSource {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "ARI" => ::std::option::Option::Some(Self::Ari),
+            "None" => ::std::option::Option::Some(Self::None),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeRenewalInformationSource {
     fn from(s: &str) -> Self {
-        match s {
-            "ARI" => Self::Ari,
-            "None" => Self::None,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2122,18 +2044,10 @@ for ClusterIssuerSpecAcmeRenewalInformationSource {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "ARI" => Self::Ari,
-                "None" => Self::None,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2319,17 +2233,22 @@ impl ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "AzurePublicCloud" => ::std::option::Option::Some(Self::AzurePublicCloud),
+            "AzureChinaCloud" => ::std::option::Option::Some(Self::AzureChinaCloud),
+            "AzureGermanCloud" => ::std::option::Option::Some(Self::AzureGermanCloud),
+            "AzureUSGovernmentCloud" => {
+                ::std::option::Option::Some(Self::AzureUsGovernmentCloud)
+            }
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str>
 for ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn from(s: &str) -> Self {
-        match s {
-            "AzurePublicCloud" => Self::AzurePublicCloud,
-            "AzureChinaCloud" => Self::AzureChinaCloud,
-            "AzureGermanCloud" => Self::AzureGermanCloud,
-            "AzureUSGovernmentCloud" => Self::AzureUsGovernmentCloud,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2346,20 +2265,10 @@ for ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "AzurePublicCloud" => Self::AzurePublicCloud,
-                "AzureChinaCloud" => Self::AzureChinaCloud,
-                "AzureGermanCloud" => Self::AzureGermanCloud,
-                "AzureUSGovernmentCloud" => Self::AzureUsGovernmentCloud,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2434,14 +2343,17 @@ impl ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "AzurePublicZone" => ::std::option::Option::Some(Self::AzurePublicZone),
+            "AzurePrivateZone" => ::std::option::Option::Some(Self::AzurePrivateZone),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType {
     fn from(s: &str) -> Self {
-        match s {
-            "AzurePublicZone" => Self::AzurePublicZone,
-            "AzurePrivateZone" => Self::AzurePrivateZone,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2458,18 +2370,10 @@ for ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "AzurePublicZone" => Self::AzurePublicZone,
-                "AzurePrivateZone" => Self::AzurePrivateZone,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2717,14 +2621,17 @@ impl ClusterIssuerSpecAcmeSolversDns01CnameStrategy {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "None" => ::std::option::Option::Some(Self::None),
+            "Follow" => ::std::option::Option::Some(Self::Follow),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeSolversDns01CnameStrategy {
     fn from(s: &str) -> Self {
-        match s {
-            "None" => Self::None,
-            "Follow" => Self::Follow,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2741,18 +2648,10 @@ for ClusterIssuerSpecAcmeSolversDns01CnameStrategy {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "None" => Self::None,
-                "Follow" => Self::Follow,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2819,14 +2718,17 @@ impl ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "TCP" => ::std::option::Option::Some(Self::Tcp),
+            "UDP" => ::std::option::Option::Some(Self::Udp),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol {
     fn from(s: &str) -> Self {
-        match s {
-            "TCP" => Self::Tcp,
-            "UDP" => Self::Udp,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2843,18 +2745,10 @@ for ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "TCP" => Self::Tcp,
-                "UDP" => Self::Udp,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -7941,15 +7835,18 @@ impl ClusterIssuerStatusConditionsStatus {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "True" => ::std::option::Option::Some(Self::True),
+            "False" => ::std::option::Option::Some(Self::False),
+            "Unknown" => ::std::option::Option::Some(Self::Unknown),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ClusterIssuerStatusConditionsStatus {
     fn from(s: &str) -> Self {
-        match s {
-            "True" => Self::True,
-            "False" => Self::False,
-            "Unknown" => Self::Unknown,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -7966,19 +7863,10 @@ for ClusterIssuerStatusConditionsStatus {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "True" => Self::True,
-                "False" => Self::False,
-                "Unknown" => Self::Unknown,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -8151,15 +8039,18 @@ impl IssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "HS256" => ::std::option::Option::Some(Self::Hs256),
+            "HS384" => ::std::option::Option::Some(Self::Hs384),
+            "HS512" => ::std::option::Option::Some(Self::Hs512),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for IssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn from(s: &str) -> Self {
-        match s {
-            "HS256" => Self::Hs256,
-            "HS384" => Self::Hs384,
-            "HS512" => Self::Hs512,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -8176,19 +8067,10 @@ for IssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "HS256" => Self::Hs256,
-                "HS384" => Self::Hs384,
-                "HS512" => Self::Hs512,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -8309,14 +8191,17 @@ impl IssuerSpecAcmeRenewalInformationSource {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "ARI" => ::std::option::Option::Some(Self::Ari),
+            "None" => ::std::option::Option::Some(Self::None),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for IssuerSpecAcmeRenewalInformationSource {
     fn from(s: &str) -> Self {
-        match s {
-            "ARI" => Self::Ari,
-            "None" => Self::None,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -8333,18 +8218,10 @@ for IssuerSpecAcmeRenewalInformationSource {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "ARI" => Self::Ari,
-                "None" => Self::None,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -8530,16 +8407,21 @@ impl IssuerSpecAcmeSolversDns01AzureDnsEnvironment {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "AzurePublicCloud" => ::std::option::Option::Some(Self::AzurePublicCloud),
+            "AzureChinaCloud" => ::std::option::Option::Some(Self::AzureChinaCloud),
+            "AzureGermanCloud" => ::std::option::Option::Some(Self::AzureGermanCloud),
+            "AzureUSGovernmentCloud" => {
+                ::std::option::Option::Some(Self::AzureUsGovernmentCloud)
+            }
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for IssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn from(s: &str) -> Self {
-        match s {
-            "AzurePublicCloud" => Self::AzurePublicCloud,
-            "AzureChinaCloud" => Self::AzureChinaCloud,
-            "AzureGermanCloud" => Self::AzureGermanCloud,
-            "AzureUSGovernmentCloud" => Self::AzureUsGovernmentCloud,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -8556,20 +8438,10 @@ for IssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "AzurePublicCloud" => Self::AzurePublicCloud,
-                "AzureChinaCloud" => Self::AzureChinaCloud,
-                "AzureGermanCloud" => Self::AzureGermanCloud,
-                "AzureUSGovernmentCloud" => Self::AzureUsGovernmentCloud,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -8644,14 +8516,17 @@ impl IssuerSpecAcmeSolversDns01AzureDnsZoneType {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "AzurePublicZone" => ::std::option::Option::Some(Self::AzurePublicZone),
+            "AzurePrivateZone" => ::std::option::Option::Some(Self::AzurePrivateZone),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for IssuerSpecAcmeSolversDns01AzureDnsZoneType {
     fn from(s: &str) -> Self {
-        match s {
-            "AzurePublicZone" => Self::AzurePublicZone,
-            "AzurePrivateZone" => Self::AzurePrivateZone,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -8668,18 +8543,10 @@ for IssuerSpecAcmeSolversDns01AzureDnsZoneType {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "AzurePublicZone" => Self::AzurePublicZone,
-                "AzurePrivateZone" => Self::AzurePrivateZone,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -8925,14 +8792,17 @@ impl IssuerSpecAcmeSolversDns01CnameStrategy {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "None" => ::std::option::Option::Some(Self::None),
+            "Follow" => ::std::option::Option::Some(Self::Follow),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for IssuerSpecAcmeSolversDns01CnameStrategy {
     fn from(s: &str) -> Self {
-        match s {
-            "None" => Self::None,
-            "Follow" => Self::Follow,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -8949,18 +8819,10 @@ for IssuerSpecAcmeSolversDns01CnameStrategy {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "None" => Self::None,
-                "Follow" => Self::Follow,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -9027,14 +8889,17 @@ impl IssuerSpecAcmeSolversDns01Rfc2136Protocol {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "TCP" => ::std::option::Option::Some(Self::Tcp),
+            "UDP" => ::std::option::Option::Some(Self::Udp),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for IssuerSpecAcmeSolversDns01Rfc2136Protocol {
     fn from(s: &str) -> Self {
-        match s {
-            "TCP" => Self::Tcp,
-            "UDP" => Self::Udp,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -9051,18 +8916,10 @@ for IssuerSpecAcmeSolversDns01Rfc2136Protocol {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "TCP" => Self::Tcp,
-                "UDP" => Self::Udp,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -14131,15 +13988,18 @@ impl IssuerStatusConditionsStatus {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "True" => ::std::option::Option::Some(Self::True),
+            "False" => ::std::option::Option::Some(Self::False),
+            "Unknown" => ::std::option::Option::Some(Self::Unknown),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for IssuerStatusConditionsStatus {
     fn from(s: &str) -> Self {
-        match s {
-            "True" => Self::True,
-            "False" => Self::False,
-            "Unknown" => Self::Unknown,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize for IssuerStatusConditionsStatus {
@@ -14155,19 +14015,10 @@ for IssuerStatusConditionsStatus {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "True" => Self::True,
-                "False" => Self::False,
-                "Unknown" => Self::Unknown,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }

@@ -142,15 +142,18 @@ impl GatewayClassStatusConditionsStatus {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "True" => ::std::option::Option::Some(Self::True),
+            "False" => ::std::option::Option::Some(Self::False),
+            "Unknown" => ::std::option::Option::Some(Self::Unknown),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for GatewayClassStatusConditionsStatus {
     fn from(s: &str) -> Self {
-        match s {
-            "True" => Self::True,
-            "False" => Self::False,
-            "Unknown" => Self::Unknown,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -167,19 +170,10 @@ for GatewayClassStatusConditionsStatus {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "True" => Self::True,
-                "False" => Self::False,
-                "Unknown" => Self::Unknown,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }

@@ -297,34 +297,37 @@ impl ServiceMonitorSpecEndpointsMetricRelabelingsAction {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "replace" => ::std::option::Option::Some(Self::Replace),
+            "Replace" => ::std::option::Option::Some(Self::Replace2),
+            "keep" => ::std::option::Option::Some(Self::Keep),
+            "Keep" => ::std::option::Option::Some(Self::Keep2),
+            "drop" => ::std::option::Option::Some(Self::Drop),
+            "Drop" => ::std::option::Option::Some(Self::Drop2),
+            "hashmod" => ::std::option::Option::Some(Self::Hashmod),
+            "HashMod" => ::std::option::Option::Some(Self::HashMod),
+            "labelmap" => ::std::option::Option::Some(Self::Labelmap),
+            "LabelMap" => ::std::option::Option::Some(Self::LabelMap),
+            "labeldrop" => ::std::option::Option::Some(Self::Labeldrop),
+            "LabelDrop" => ::std::option::Option::Some(Self::LabelDrop),
+            "labelkeep" => ::std::option::Option::Some(Self::Labelkeep),
+            "LabelKeep" => ::std::option::Option::Some(Self::LabelKeep),
+            "lowercase" => ::std::option::Option::Some(Self::Lowercase),
+            "Lowercase" => ::std::option::Option::Some(Self::Lowercase2),
+            "uppercase" => ::std::option::Option::Some(Self::Uppercase),
+            "Uppercase" => ::std::option::Option::Some(Self::Uppercase2),
+            "keepequal" => ::std::option::Option::Some(Self::Keepequal),
+            "KeepEqual" => ::std::option::Option::Some(Self::KeepEqual),
+            "dropequal" => ::std::option::Option::Some(Self::Dropequal),
+            "DropEqual" => ::std::option::Option::Some(Self::DropEqual),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsMetricRelabelingsAction {
     fn from(s: &str) -> Self {
-        match s {
-            "replace" => Self::Replace,
-            "Replace" => Self::Replace2,
-            "keep" => Self::Keep,
-            "Keep" => Self::Keep2,
-            "drop" => Self::Drop,
-            "Drop" => Self::Drop2,
-            "hashmod" => Self::Hashmod,
-            "HashMod" => Self::HashMod,
-            "labelmap" => Self::Labelmap,
-            "LabelMap" => Self::LabelMap,
-            "labeldrop" => Self::Labeldrop,
-            "LabelDrop" => Self::LabelDrop,
-            "labelkeep" => Self::Labelkeep,
-            "LabelKeep" => Self::LabelKeep,
-            "lowercase" => Self::Lowercase,
-            "Lowercase" => Self::Lowercase2,
-            "uppercase" => Self::Uppercase,
-            "Uppercase" => Self::Uppercase2,
-            "keepequal" => Self::Keepequal,
-            "KeepEqual" => Self::KeepEqual,
-            "dropequal" => Self::Dropequal,
-            "DropEqual" => Self::DropEqual,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -341,38 +344,10 @@ for ServiceMonitorSpecEndpointsMetricRelabelingsAction {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "replace" => Self::Replace,
-                "Replace" => Self::Replace2,
-                "keep" => Self::Keep,
-                "Keep" => Self::Keep2,
-                "drop" => Self::Drop,
-                "Drop" => Self::Drop2,
-                "hashmod" => Self::Hashmod,
-                "HashMod" => Self::HashMod,
-                "labelmap" => Self::Labelmap,
-                "LabelMap" => Self::LabelMap,
-                "labeldrop" => Self::Labeldrop,
-                "LabelDrop" => Self::LabelDrop,
-                "labelkeep" => Self::Labelkeep,
-                "LabelKeep" => Self::LabelKeep,
-                "lowercase" => Self::Lowercase,
-                "Lowercase" => Self::Lowercase2,
-                "uppercase" => Self::Uppercase,
-                "Uppercase" => Self::Uppercase2,
-                "keepequal" => Self::Keepequal,
-                "KeepEqual" => Self::KeepEqual,
-                "dropequal" => Self::Dropequal,
-                "DropEqual" => Self::DropEqual,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -784,17 +759,20 @@ impl ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "TLS10" => ::std::option::Option::Some(Self::Tls10),
+            "TLS11" => ::std::option::Option::Some(Self::Tls11),
+            "TLS12" => ::std::option::Option::Some(Self::Tls12),
+            "TLS13" => ::std::option::Option::Some(Self::Tls13),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str>
 for ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
     fn from(s: &str) -> Self {
-        match s {
-            "TLS10" => Self::Tls10,
-            "TLS11" => Self::Tls11,
-            "TLS12" => Self::Tls12,
-            "TLS13" => Self::Tls13,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -811,20 +789,10 @@ for ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "TLS10" => Self::Tls10,
-                "TLS11" => Self::Tls11,
-                "TLS12" => Self::Tls12,
-                "TLS13" => Self::Tls13,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -863,17 +831,20 @@ impl ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "TLS10" => ::std::option::Option::Some(Self::Tls10),
+            "TLS11" => ::std::option::Option::Some(Self::Tls11),
+            "TLS12" => ::std::option::Option::Some(Self::Tls12),
+            "TLS13" => ::std::option::Option::Some(Self::Tls13),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str>
 for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
     fn from(s: &str) -> Self {
-        match s {
-            "TLS10" => Self::Tls10,
-            "TLS11" => Self::Tls11,
-            "TLS12" => Self::Tls12,
-            "TLS13" => Self::Tls13,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -890,20 +861,10 @@ for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "TLS10" => Self::Tls10,
-                "TLS11" => Self::Tls11,
-                "TLS12" => Self::Tls12,
-                "TLS13" => Self::Tls13,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -1179,34 +1140,37 @@ impl ServiceMonitorSpecEndpointsRelabelingsAction {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "replace" => ::std::option::Option::Some(Self::Replace),
+            "Replace" => ::std::option::Option::Some(Self::Replace2),
+            "keep" => ::std::option::Option::Some(Self::Keep),
+            "Keep" => ::std::option::Option::Some(Self::Keep2),
+            "drop" => ::std::option::Option::Some(Self::Drop),
+            "Drop" => ::std::option::Option::Some(Self::Drop2),
+            "hashmod" => ::std::option::Option::Some(Self::Hashmod),
+            "HashMod" => ::std::option::Option::Some(Self::HashMod),
+            "labelmap" => ::std::option::Option::Some(Self::Labelmap),
+            "LabelMap" => ::std::option::Option::Some(Self::LabelMap),
+            "labeldrop" => ::std::option::Option::Some(Self::Labeldrop),
+            "LabelDrop" => ::std::option::Option::Some(Self::LabelDrop),
+            "labelkeep" => ::std::option::Option::Some(Self::Labelkeep),
+            "LabelKeep" => ::std::option::Option::Some(Self::LabelKeep),
+            "lowercase" => ::std::option::Option::Some(Self::Lowercase),
+            "Lowercase" => ::std::option::Option::Some(Self::Lowercase2),
+            "uppercase" => ::std::option::Option::Some(Self::Uppercase),
+            "Uppercase" => ::std::option::Option::Some(Self::Uppercase2),
+            "keepequal" => ::std::option::Option::Some(Self::Keepequal),
+            "KeepEqual" => ::std::option::Option::Some(Self::KeepEqual),
+            "dropequal" => ::std::option::Option::Some(Self::Dropequal),
+            "DropEqual" => ::std::option::Option::Some(Self::DropEqual),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsRelabelingsAction {
     fn from(s: &str) -> Self {
-        match s {
-            "replace" => Self::Replace,
-            "Replace" => Self::Replace2,
-            "keep" => Self::Keep,
-            "Keep" => Self::Keep2,
-            "drop" => Self::Drop,
-            "Drop" => Self::Drop2,
-            "hashmod" => Self::Hashmod,
-            "HashMod" => Self::HashMod,
-            "labelmap" => Self::Labelmap,
-            "LabelMap" => Self::LabelMap,
-            "labeldrop" => Self::Labeldrop,
-            "LabelDrop" => Self::LabelDrop,
-            "labelkeep" => Self::Labelkeep,
-            "LabelKeep" => Self::LabelKeep,
-            "lowercase" => Self::Lowercase,
-            "Lowercase" => Self::Lowercase2,
-            "uppercase" => Self::Uppercase,
-            "Uppercase" => Self::Uppercase2,
-            "keepequal" => Self::Keepequal,
-            "KeepEqual" => Self::KeepEqual,
-            "dropequal" => Self::Dropequal,
-            "DropEqual" => Self::DropEqual,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -1223,38 +1187,10 @@ for ServiceMonitorSpecEndpointsRelabelingsAction {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "replace" => Self::Replace,
-                "Replace" => Self::Replace2,
-                "keep" => Self::Keep,
-                "Keep" => Self::Keep2,
-                "drop" => Self::Drop,
-                "Drop" => Self::Drop2,
-                "hashmod" => Self::Hashmod,
-                "HashMod" => Self::HashMod,
-                "labelmap" => Self::Labelmap,
-                "LabelMap" => Self::LabelMap,
-                "labeldrop" => Self::Labeldrop,
-                "LabelDrop" => Self::LabelDrop,
-                "labelkeep" => Self::Labelkeep,
-                "LabelKeep" => Self::LabelKeep,
-                "lowercase" => Self::Lowercase,
-                "Lowercase" => Self::Lowercase2,
-                "uppercase" => Self::Uppercase,
-                "Uppercase" => Self::Uppercase2,
-                "keepequal" => Self::Keepequal,
-                "KeepEqual" => Self::KeepEqual,
-                "dropequal" => Self::Dropequal,
-                "DropEqual" => Self::DropEqual,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -1353,16 +1289,19 @@ impl ServiceMonitorSpecEndpointsScheme {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "http" => ::std::option::Option::Some(Self::Http),
+            "https" => ::std::option::Option::Some(Self::Https),
+            "HTTP" => ::std::option::Option::Some(Self::Http2),
+            "HTTPS" => ::std::option::Option::Some(Self::Https2),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsScheme {
     fn from(s: &str) -> Self {
-        match s {
-            "http" => Self::Http,
-            "https" => Self::Https,
-            "HTTP" => Self::Http2,
-            "HTTPS" => Self::Https2,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -1379,20 +1318,10 @@ for ServiceMonitorSpecEndpointsScheme {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "http" => Self::Http,
-                "https" => Self::Https,
-                "HTTP" => Self::Http2,
-                "HTTPS" => Self::Https2,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -1607,16 +1536,19 @@ impl ServiceMonitorSpecEndpointsTlsConfigMaxVersion {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "TLS10" => ::std::option::Option::Some(Self::Tls10),
+            "TLS11" => ::std::option::Option::Some(Self::Tls11),
+            "TLS12" => ::std::option::Option::Some(Self::Tls12),
+            "TLS13" => ::std::option::Option::Some(Self::Tls13),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsTlsConfigMaxVersion {
     fn from(s: &str) -> Self {
-        match s {
-            "TLS10" => Self::Tls10,
-            "TLS11" => Self::Tls11,
-            "TLS12" => Self::Tls12,
-            "TLS13" => Self::Tls13,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -1633,20 +1565,10 @@ for ServiceMonitorSpecEndpointsTlsConfigMaxVersion {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "TLS10" => Self::Tls10,
-                "TLS11" => Self::Tls11,
-                "TLS12" => Self::Tls12,
-                "TLS13" => Self::Tls13,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -1685,16 +1607,19 @@ impl ServiceMonitorSpecEndpointsTlsConfigMinVersion {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "TLS10" => ::std::option::Option::Some(Self::Tls10),
+            "TLS11" => ::std::option::Option::Some(Self::Tls11),
+            "TLS12" => ::std::option::Option::Some(Self::Tls12),
+            "TLS13" => ::std::option::Option::Some(Self::Tls13),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsTlsConfigMinVersion {
     fn from(s: &str) -> Self {
-        match s {
-            "TLS10" => Self::Tls10,
-            "TLS11" => Self::Tls11,
-            "TLS12" => Self::Tls12,
-            "TLS13" => Self::Tls13,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -1711,20 +1636,10 @@ for ServiceMonitorSpecEndpointsTlsConfigMinVersion {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "TLS10" => Self::Tls10,
-                "TLS11" => Self::Tls11,
-                "TLS12" => Self::Tls12,
-                "TLS13" => Self::Tls13,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2082,17 +1997,24 @@ impl ServiceMonitorSpecFallbackScrapeProtocol {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "PrometheusProto" => ::std::option::Option::Some(Self::PrometheusProto),
+            "OpenMetricsText0.0.1" => {
+                ::std::option::Option::Some(Self::OpenMetricsText001)
+            }
+            "OpenMetricsText1.0.0" => {
+                ::std::option::Option::Some(Self::OpenMetricsText100)
+            }
+            "PrometheusText0.0.4" => ::std::option::Option::Some(Self::PrometheusText004),
+            "PrometheusText1.0.0" => ::std::option::Option::Some(Self::PrometheusText100),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecFallbackScrapeProtocol {
     fn from(s: &str) -> Self {
-        match s {
-            "PrometheusProto" => Self::PrometheusProto,
-            "OpenMetricsText0.0.1" => Self::OpenMetricsText001,
-            "OpenMetricsText1.0.0" => Self::OpenMetricsText100,
-            "PrometheusText0.0.4" => Self::PrometheusText004,
-            "PrometheusText1.0.0" => Self::PrometheusText100,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2109,21 +2031,10 @@ for ServiceMonitorSpecFallbackScrapeProtocol {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "PrometheusProto" => Self::PrometheusProto,
-                "OpenMetricsText0.0.1" => Self::OpenMetricsText001,
-                "OpenMetricsText1.0.0" => Self::OpenMetricsText100,
-                "PrometheusText0.0.4" => Self::PrometheusText004,
-                "PrometheusText1.0.0" => Self::PrometheusText100,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2192,17 +2103,24 @@ impl ServiceMonitorSpecScrapeProtocols {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "PrometheusProto" => ::std::option::Option::Some(Self::PrometheusProto),
+            "OpenMetricsText0.0.1" => {
+                ::std::option::Option::Some(Self::OpenMetricsText001)
+            }
+            "OpenMetricsText1.0.0" => {
+                ::std::option::Option::Some(Self::OpenMetricsText100)
+            }
+            "PrometheusText0.0.4" => ::std::option::Option::Some(Self::PrometheusText004),
+            "PrometheusText1.0.0" => ::std::option::Option::Some(Self::PrometheusText100),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecScrapeProtocols {
     fn from(s: &str) -> Self {
-        match s {
-            "PrometheusProto" => Self::PrometheusProto,
-            "OpenMetricsText0.0.1" => Self::OpenMetricsText001,
-            "OpenMetricsText1.0.0" => Self::OpenMetricsText100,
-            "PrometheusText0.0.4" => Self::PrometheusText004,
-            "PrometheusText1.0.0" => Self::PrometheusText100,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2219,21 +2137,10 @@ for ServiceMonitorSpecScrapeProtocols {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "PrometheusProto" => Self::PrometheusProto,
-                "OpenMetricsText0.0.1" => Self::OpenMetricsText001,
-                "OpenMetricsText1.0.0" => Self::OpenMetricsText100,
-                "PrometheusText0.0.4" => Self::PrometheusText004,
-                "PrometheusText1.0.0" => Self::PrometheusText100,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2325,14 +2232,17 @@ impl ServiceMonitorSpecSelectorMechanism {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "RelabelConfig" => ::std::option::Option::Some(Self::RelabelConfig),
+            "RoleSelector" => ::std::option::Option::Some(Self::RoleSelector),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecSelectorMechanism {
     fn from(s: &str) -> Self {
-        match s {
-            "RelabelConfig" => Self::RelabelConfig,
-            "RoleSelector" => Self::RoleSelector,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2349,18 +2259,10 @@ for ServiceMonitorSpecSelectorMechanism {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "RelabelConfig" => Self::RelabelConfig,
-                "RoleSelector" => Self::RoleSelector,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2395,14 +2297,17 @@ impl ServiceMonitorSpecServiceDiscoveryRole {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "Endpoints" => ::std::option::Option::Some(Self::Endpoints),
+            "EndpointSlice" => ::std::option::Option::Some(Self::EndpointSlice),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorSpecServiceDiscoveryRole {
     fn from(s: &str) -> Self {
-        match s {
-            "Endpoints" => Self::Endpoints,
-            "EndpointSlice" => Self::EndpointSlice,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2419,18 +2324,10 @@ for ServiceMonitorSpecServiceDiscoveryRole {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "Endpoints" => Self::Endpoints,
-                "EndpointSlice" => Self::EndpointSlice,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2695,13 +2592,16 @@ impl ServiceMonitorStatusBindingsConditionsType {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "Accepted" => ::std::option::Option::Some(Self::Accepted),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorStatusBindingsConditionsType {
     fn from(s: &str) -> Self {
-        match s {
-            "Accepted" => Self::Accepted,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2718,17 +2618,10 @@ for ServiceMonitorStatusBindingsConditionsType {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "Accepted" => Self::Accepted,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2793,13 +2686,18 @@ impl ServiceMonitorStatusBindingsGroup {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "monitoring.coreos.com" => {
+                ::std::option::Option::Some(Self::MonitoringCoreosCom)
+            }
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorStatusBindingsGroup {
     fn from(s: &str) -> Self {
-        match s {
-            "monitoring.coreos.com" => Self::MonitoringCoreosCom,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2816,17 +2714,10 @@ for ServiceMonitorStatusBindingsGroup {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "monitoring.coreos.com" => Self::MonitoringCoreosCom,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
@@ -2863,16 +2754,19 @@ impl ServiceMonitorStatusBindingsResource {
             Self::Other(s) => s,
         }
     }
+    fn known(s: &str) -> ::std::option::Option<Self> {
+        match s {
+            "prometheuses" => ::std::option::Option::Some(Self::Prometheuses),
+            "prometheusagents" => ::std::option::Option::Some(Self::Prometheusagents),
+            "thanosrulers" => ::std::option::Option::Some(Self::Thanosrulers),
+            "alertmanagers" => ::std::option::Option::Some(Self::Alertmanagers),
+            _ => ::std::option::Option::None,
+        }
+    }
 }
 impl ::std::convert::From<&str> for ServiceMonitorStatusBindingsResource {
     fn from(s: &str) -> Self {
-        match s {
-            "prometheuses" => Self::Prometheuses,
-            "prometheusagents" => Self::Prometheusagents,
-            "thanosrulers" => Self::Thanosrulers,
-            "alertmanagers" => Self::Alertmanagers,
-            other => Self::Other(::std::string::String::from(other)),
-        }
+        Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
@@ -2889,20 +2783,10 @@ for ServiceMonitorStatusBindingsResource {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let s = <::std::borrow::Cow<
-            'de,
-            str,
-        > as ::informer_runtime::reexports::serde::Deserialize<
-            'de,
-        >>::deserialize(deserializer)?;
-        ::std::result::Result::Ok(
-            match &*s {
-                "prometheuses" => Self::Prometheuses,
-                "prometheusagents" => Self::Prometheusagents,
-                "thanosrulers" => Self::Thanosrulers,
-                "alertmanagers" => Self::Alertmanagers,
-                _ => Self::Other(s.into_owned()),
-            },
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
         )
     }
 }
