@@ -175,14 +175,14 @@ impl Cluster {
         Some(cluster)
     }
 
-    fn apiserver_args(&self) -> Vec<String> {
+    fn apiserver_args(&self, port: u16, tag: &str) -> Vec<String> {
         let d = &self.dir;
         let mut args = vec![
             format!("--etcd-servers=http://127.0.0.1:{}", self.etcd_port),
             "--bind-address=127.0.0.1".into(),
             "--advertise-address=127.0.0.1".into(),
-            format!("--secure-port={}", self.api_port),
-            format!("--cert-dir={}", d.join("certs").display()),
+            format!("--secure-port={port}"),
+            format!("--cert-dir={}", d.join(format!("certs-{tag}")).display()),
             format!("--token-auth-file={}", d.join("tokens.csv").display()),
             "--authorization-mode=AlwaysAllow".into(),
             "--service-account-issuer=https://kubernetes.default.svc".into(),
@@ -206,10 +206,18 @@ impl Cluster {
 
     async fn start_apiserver(&mut self) {
         let log = self.dir.join(format!("kube-apiserver.{}.log", self.restarts));
-        self.apiserver = Some(Guarded::spawn(&self.bin.join("kube-apiserver"), &self.apiserver_args(), &log));
+        let mut guard = Guarded::spawn(&self.bin.join("kube-apiserver"), &self.apiserver_args(self.api_port, "main"), &log);
+        self.wait_ready(&mut guard, self.api_port, "main").await;
+        self.apiserver = Some(guard);
+        if self.restarts == 0 {
+            std::fs::write(self.kubeconfig_path(), self.kubeconfig_yaml(self.api_port, "main")).unwrap();
+        }
+    }
+
+    async fn wait_ready(&mut self, server: &mut Guarded, port: u16, tag: &str) {
         let started = Instant::now();
         loop {
-            if self.apiserver.as_mut().unwrap().exited() || self.etcd.exited() {
+            if server.exited() || self.etcd.exited() {
                 self.print_logs();
                 panic!("kube-apiserver or etcd exited during start; logs in {}", self.dir.display());
             }
@@ -217,19 +225,27 @@ impl Cluster {
                 self.print_logs();
                 panic!("kube-apiserver not ready after 120 s; logs in {}", self.dir.display());
             }
-            if self.ensure_ca() {
-                if let Ok(client) = self.client().await {
+            if self.ensure_ca(tag) {
+                if let Ok(client) = client_for(&self.kubeconfig_yaml(port, tag)).await {
                     let req = http::Request::get("/readyz").body(Vec::new()).unwrap();
                     if client.request_text(req).await.is_ok_and(|t| t.trim() == "ok") {
-                        break;
+                        return;
                     }
                 }
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        if self.restarts == 0 {
-            self.write_kubeconfig();
-        }
+    }
+
+    /// Starts a second kube-apiserver on the same etcd (as in an HA control plane), for
+    /// changes made while the first one is down.
+    pub async fn start_peer(&mut self) -> Peer {
+        let port = free_port();
+        let log = self.dir.join(format!("kube-apiserver.peer-{port}.log"));
+        let tag = format!("peer-{port}");
+        let mut guard = Guarded::spawn(&self.bin.join("kube-apiserver"), &self.apiserver_args(port, &tag), &log);
+        self.wait_ready(&mut guard, port, &tag).await;
+        Peer { _guard: guard, kubeconfig: self.kubeconfig_yaml(port, &tag) }
     }
 
     /// Kills kube-apiserver (SIGKILL); etcd keeps running.
@@ -256,14 +272,14 @@ impl Cluster {
         self.dir.join("kubeconfig")
     }
 
-    /// Copies the CA of kube-apiserver's self-signed serving certificate to `ca.crt` once the
-    /// certificate file is complete (it holds the certificate followed by its CA).
-    fn ensure_ca(&self) -> bool {
-        let ca = self.dir.join("ca.crt");
+    /// Copies the CA of a kube-apiserver's self-signed serving certificate to `ca-TAG.crt`
+    /// once the certificate file is complete (it holds the certificate followed by its CA).
+    fn ensure_ca(&self, tag: &str) -> bool {
+        let ca = self.dir.join(format!("ca-{tag}.crt"));
         if ca.exists() {
             return true;
         }
-        let Ok(pem) = std::fs::read_to_string(self.dir.join("certs/apiserver.crt")) else { return false };
+        let Ok(pem) = std::fs::read_to_string(self.dir.join(format!("certs-{tag}/apiserver.crt"))) else { return false };
         let Some(start) = pem.rfind("-----BEGIN CERTIFICATE-----") else { return false };
         if start == 0 || !pem[start..].contains("-----END CERTIFICATE-----") {
             return false;
@@ -272,27 +288,20 @@ impl Cluster {
         true
     }
 
-    fn kubeconfig_yaml(&self) -> String {
-        let ca = self.dir.join("ca.crt");
+    fn kubeconfig_yaml(&self, port: u16, tag: &str) -> String {
+        let ca = self.dir.join(format!("ca-{tag}.crt"));
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: {}\n    certificate-authority: {}\n\
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {}\n\
              users:\n- name: admin\n  user:\n    token: {TOKEN}\ncontexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: admin\n    namespace: default\n\
              current-context: e2e\n",
-            self.url(),
             ca.display()
         )
-    }
-
-    fn write_kubeconfig(&self) {
-        std::fs::write(self.kubeconfig_path(), self.kubeconfig_yaml()).unwrap();
     }
 
     /// A new client for this cluster (clients belong to the runtime that creates them, so
     /// each test makes its own).
     pub async fn client(&self) -> Result<Client, informer_runtime::reexports::kube_client::Error> {
-        let kc = Kubeconfig::from_yaml(&self.kubeconfig_yaml()).expect("kubeconfig");
-        let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("config");
-        Client::try_from(config)
+        client_for(&self.kubeconfig_yaml(self.api_port, "main")).await
     }
 
     /// Creates a fresh namespace `prefix-N`; its guard prints the server logs if the test fails.
@@ -342,6 +351,25 @@ impl Drop for Cluster {
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+async fn client_for(kubeconfig: &str) -> Result<Client, informer_runtime::reexports::kube_client::Error> {
+    let kc = Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig");
+    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("config");
+    Client::try_from(config)
+}
+
+/// A second kube-apiserver of a [`Cluster`], stopped when dropped.
+pub struct Peer {
+    _guard: Guarded,
+    kubeconfig: String,
+}
+
+impl Peer {
+    /// A new client for this server.
+    pub async fn client(&self) -> Client {
+        client_for(&self.kubeconfig).await.unwrap()
     }
 }
 
@@ -486,4 +514,40 @@ pub fn assert_sequence(seen: &[Seen], expected: &[Seen]) {
         })
         .collect();
     assert_eq!(normalized, expected, "handler events, in order");
+}
+
+/// Creates ConfigMaps `prefix-0` … `prefix-(n-1)` in `ns` (16 requests in flight), labelled
+/// `test=<ns>`, with `data.v = "0"`.
+pub async fn create_config_maps(client: &Client, ns: &str, prefix: &str, n: usize) {
+    use informer_runtime::reexports::k8s_openapi::api::core::v1::ConfigMap;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let mut pending = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let api = api.clone();
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": format!("{prefix}-{i}"), "namespace": ns, "labels": {"test": ns}},
+            "data": {"v": "0"}
+        }))
+        .unwrap();
+        pending.spawn(async move { api.create(&PostParams::default(), &cm).await.unwrap() });
+        if pending.len() >= 16 {
+            pending.join_next().await.unwrap().unwrap();
+        }
+    }
+    while let Some(r) = pending.join_next().await {
+        r.unwrap();
+    }
+}
+
+/// `namespace/name` → resourceVersion of the ConfigMaps the server holds in `ns`.
+pub async fn server_config_maps(client: &Client, ns: &str) -> std::collections::BTreeMap<String, String> {
+    use informer_runtime::reexports::k8s_openapi::api::core::v1::ConfigMap;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let list = api.list(&Default::default()).await.unwrap();
+    list.items.iter().map(|o| (format!("{ns}/{}", o.metadata.name.as_deref().unwrap()), o.metadata.resource_version.clone().unwrap())).collect()
+}
+
+/// `namespace/name` → resourceVersion of cached objects.
+pub fn cached<K: informer_runtime::reexports::kube_core::Resource>(objs: &[std::sync::Arc<K>]) -> std::collections::BTreeMap<String, String> {
+    objs.iter().map(|o| key_rv(o.as_ref())).collect()
 }
