@@ -40,7 +40,7 @@ build() {
     local start=$SECONDS
     (
         cd "$gomod"
-        export GOFLAGS=-mod=mod CGO_ENABLED=0
+        export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
         echo "servers.sh: building kube-apiserver $KUBE_VERSION, etcd and clientgo-events into $bin (a few minutes, once)" >&2
         go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
         go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3

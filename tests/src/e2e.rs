@@ -551,3 +551,36 @@ pub async fn server_config_maps(client: &Client, ns: &str) -> std::collections::
 pub fn cached<K: informer_runtime::reexports::kube_core::Resource>(objs: &[std::sync::Arc<K>]) -> std::collections::BTreeMap<String, String> {
     objs.iter().map(|o| key_rv(o.as_ref())).collect()
 }
+
+/// Creates every CRD in the named files of `generated-sample/schemas/crds` (an existing one is
+/// kept) and waits until each is Established.
+pub async fn install_crds(client: &Client, files: &[&str]) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../generated-sample/schemas/crds");
+    let crds: Api<informer_runtime::reexports::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for doc in informer_gen::yaml::documents(&text).unwrap() {
+            let crd: informer_runtime::reexports::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition = serde_json::from_value(doc).unwrap();
+            names.push(crd.metadata.name.clone().unwrap());
+            match crds.create(&PostParams::default(), &crd).await {
+                Ok(_) => {}
+                Err(informer_runtime::reexports::kube_client::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => panic!("create CRD from {file}: {e}"),
+            }
+        }
+    }
+    for name in names {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let crd = crds.get(&name).await.unwrap();
+            let established = crd.status.and_then(|s| s.conditions).unwrap_or_default().iter().any(|c| c.type_ == "Established" && c.status == "True");
+            if established {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "CRD {name} not established");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+

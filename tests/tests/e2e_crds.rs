@@ -2,48 +2,15 @@
 //! prometheus-operator) installed on a real kube-apiserver; the generated CRD informers,
 //! listers and types see exactly what the server holds, and a typed round trip loses nothing.
 
-use std::path::Path;
 use std::time::Duration;
 
 use informer_gen_sample::InformerFactoryExt;
 use informer_gen_sample::cert_manager_io::v1::{Certificate, CertificateSpecPrivateKeyAlgorithm, ClusterIssuer};
-use informer_gen_tests::e2e::{Cluster, EventLog, Seen, assert_sequence, eventually};
-use informer_runtime::reexports::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use informer_gen_tests::e2e::{Cluster, install_crds, EventLog, Seen, assert_sequence, eventually};
 use informer_runtime::reexports::kube_client::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use informer_runtime::reexports::kube_client::{Api, Client};
 use informer_runtime::reexports::serde_json::{self, Value, json};
 use informer_runtime::{FactoryOptions, Selector, parse_label_selector};
-
-/// Creates every CRD in the fixture files and waits until each is Established.
-async fn install_crds(client: &Client, files: &[&str]) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../generated-sample/schemas/crds");
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut names = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        for doc in informer_gen::yaml::documents(&text).unwrap() {
-            let crd: CustomResourceDefinition = serde_json::from_value(doc).unwrap();
-            names.push(crd.metadata.name.clone().unwrap());
-            match crds.create(&PostParams::default(), &crd).await {
-                Ok(_) => {}
-                Err(informer_runtime::reexports::kube_client::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => panic!("create CRD from {file}: {e}"),
-            }
-        }
-    }
-    for name in names {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let crd = crds.get(&name).await.unwrap();
-            let established = crd.status.and_then(|s| s.conditions).unwrap_or_default().iter().any(|c| c.type_ == "Established" && c.status == "True");
-            if established {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "CRD {name} not established");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-}
 
 fn dynamic_api(client: &Client, group: &str, version: &str, kind: &str, plural: &str, ns: Option<&str>) -> Api<DynamicObject> {
     let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
