@@ -6,6 +6,9 @@
 //!   state after all queued deltas would be "present": its last queued delta is not
 //!   `Deleted`, or it has no queued delta and is in the store.
 //! - A `Sync` delta is only queued for a stored key with no pending delta.
+//! - A relist's objects are queued as their pages arrive and its tombstones after the last
+//!   page, so handlers see the relisted objects first and the tombstones last (client-go's
+//!   RealFIFO, which holds the whole list, queues the tombstones first).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;

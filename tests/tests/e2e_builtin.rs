@@ -152,8 +152,12 @@ async fn built_in_kinds_informers_and_listers_follow_the_server() {
             && pod_lister.pods(ns).get("pod-1").is_err()
     })
     .await;
-    assert!(deploy_log.seen().iter().any(|s| s.kind == "UPDATED" && s.key == format!("{ns}/web") && s.rv == rv(&d)));
-    assert!(pod_log.seen().iter().any(|s| s.kind == "DELETED" && s.key == format!("{ns}/pod-1") && !s.tombstone));
+    // Handlers run on their own threads, a moment behind the store.
+    eventually(Duration::from_secs(10), "handlers see the scale and the delete", || {
+        deploy_log.seen().iter().any(|s| s.kind == "UPDATED" && s.key == format!("{ns}/web") && s.rv == rv(&d))
+            && pod_log.seen().iter().any(|s| s.kind == "DELETED" && s.key == format!("{ns}/pod-1") && !s.tombstone)
+    })
+    .await;
 
     // Listers answer exactly what the server holds: cluster-wide and per namespace, with selectors.
     for selector in [format!("test={ns}"), format!("test={ns},app=x"), format!("test={ns},app in (y)"), format!("test={ns},app!=x")] {
