@@ -7,14 +7,17 @@
 #                                     writes DIR/kubeconfig (default DIR: a new temp dir), Ctrl-C stops
 #
 # Binaries are cached under ${INFORMER_GEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/informer-gen},
-# keyed by the Kubernetes version and a hash of tests/go/go.{mod,sum}, so `cargo clean` keeps them
-# and a changed module graph rebuilds them.
+# keyed by the Kubernetes version and a hash of tests/go (go.mod, go.sum, cmd/) and the build
+# flags, so `cargo clean` keeps them and any change to what they are built from rebuilds them.
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
 here="$(cd "$(dirname "$0")" && pwd)"
 gomod="$here/../go"
-key="$(cat "$gomod/go.mod" "$gomod/go.sum" "$0" | sha256sum | cut -c1-12)"
+v=k8s.io/component-base/version
+LDFLAGS="-s -w -X $v.gitVersion=$KUBE_VERSION -X $v.gitMajor=1 -X $v.gitMinor=35 -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z"
+# The cache key covers everything the binaries are built from.
+key="$( (cat "$gomod/go.mod" "$gomod/go.sum"; find "$gomod/cmd" -type f | sort | xargs cat; echo "$LDFLAGS") | sha256sum | cut -c1-12)"
 cache="${INFORMER_GEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/informer-gen}"
 bin="$cache/kube-$KUBE_VERSION-$key"
 
@@ -34,15 +37,12 @@ build() {
     fi
     local tmp="$bin.tmp.$$"
     rm -rf "$tmp" && mkdir -p "$tmp"
-    local v=k8s.io/component-base/version
-    local ldflags="-s -w -X $v.gitVersion=$KUBE_VERSION -X $v.gitMajor=1 -X $v.gitMinor=35"
-    ldflags+=" -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z"
     local start=$SECONDS
     (
         cd "$gomod"
         export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
         echo "servers.sh: building kube-apiserver $KUBE_VERSION, etcd and clientgo-events into $bin (a few minutes, once)" >&2
-        go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+        go build -trimpath -ldflags "$LDFLAGS" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
         go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
         go build -trimpath -ldflags "-s -w" -o "$tmp/clientgo-events" ./cmd/clientgo-events
     ) >&2
@@ -53,6 +53,13 @@ build() {
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+etcd_pid=""
+api_pid=""
+cleanup() {
+    kill -KILL $api_pid $etcd_pid 2>/dev/null || true
+    wait 2>/dev/null || true
 }
 
 start() {
@@ -66,16 +73,18 @@ start() {
     "$bin/etcd" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
         --advertise-client-urls "http://127.0.0.1:$etcd_port" \
         --listen-peer-urls "http://127.0.0.1:$peer_port" >"$dir/etcd.log" 2>&1 &
-    local etcd_pid=$!
+    etcd_pid=$!
+    trap cleanup EXIT
+    trap 'exit 130' INT TERM
     openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
     "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
         --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
         --cert-dir "$dir/certs" --token-auth-file "$dir/tokens.csv" --authorization-mode AlwaysAllow \
         --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$dir/sa.key" \
         --service-account-signing-key-file "$dir/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
+        --disable-admission-plugins ServiceAccount --enable-priority-and-fairness=false \
         >"$dir/kube-apiserver.log" 2>&1 &
-    local api_pid=$!
-    trap 'kill $api_pid $etcd_pid 2>/dev/null; wait' EXIT INT TERM
+    api_pid=$!
     cat >"$dir/kubeconfig" <<KC
 apiVersion: v1
 kind: Config

@@ -14,6 +14,8 @@
 //! - Server logs stay in the cluster's directory; a failing test prints their tails.
 //! - Without Go, [`servers`] returns `None` and tests skip with a message — except under
 //!   `CI=true`, where a missing toolchain or a failed build fails the test.
+//! - With `INFORMER_GEN_E2E_KUBECONFIG` set, [`Cluster::shared`] is the existing cluster of that
+//!   kubeconfig and [`Cluster::start`] skips (with a message) the tests that need their own.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -122,11 +124,18 @@ pub struct Cluster {
     dir: PathBuf,
     bin: PathBuf,
     options: ClusterOptions,
-    etcd: Guarded,
+    etcd: Option<Guarded>,
     etcd_port: u16,
     apiserver: Option<Guarded>,
     api_port: u16,
     restarts: u32,
+    /// Set when the tests run against an existing cluster (`INFORMER_GEN_E2E_KUBECONFIG`).
+    external: Option<PathBuf>,
+}
+
+/// The kubeconfig of an existing cluster to run the shared-cluster tests against.
+fn external_kubeconfig() -> Option<PathBuf> {
+    std::env::var_os("INFORMER_GEN_E2E_KUBECONFIG").map(PathBuf::from)
 }
 
 fn free_port() -> u16 {
@@ -135,13 +144,43 @@ fn free_port() -> u16 {
 
 impl Cluster {
     /// The cluster shared by the tests of one test binary; `None` when e2e tests are skipped.
+    /// With `INFORMER_GEN_E2E_KUBECONFIG` set, the cluster that kubeconfig points at.
     pub async fn shared() -> Option<&'static Cluster> {
         static SHARED: tokio::sync::OnceCell<Option<Cluster>> = tokio::sync::OnceCell::const_new();
-        SHARED.get_or_init(|| async { Cluster::start(ClusterOptions::default()).await }).await.as_ref()
+        SHARED
+            .get_or_init(|| async {
+                match external_kubeconfig() {
+                    Some(path) => {
+                        say(&format!("e2e: using the existing cluster of {}", path.display()));
+                        Some(Cluster {
+                            dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/e2e"),
+                            bin: PathBuf::new(),
+                            options: ClusterOptions::default(),
+                            etcd: None,
+                            etcd_port: 0,
+                            apiserver: None,
+                            api_port: 0,
+                            restarts: 0,
+                            external: Some(path),
+                        })
+                    }
+                    None => Cluster::start(ClusterOptions::default()).await,
+                }
+            })
+            .await
+            .as_ref()
     }
 
-    /// Starts a cluster of its own; `None` when e2e tests are skipped.
+    /// Starts a cluster of its own; `None` when e2e tests are skipped, or when they run
+    /// against an existing cluster (a test that kills, restarts or compacts needs its own).
     pub async fn start(options: ClusterOptions) -> Option<Cluster> {
+        if external_kubeconfig().is_some() {
+            say(&format!(
+                "SKIPPED {}: it needs a kube-apiserver of its own, not the one of INFORMER_GEN_E2E_KUBECONFIG",
+                std::thread::current().name().unwrap_or("a test")
+            ));
+            return None;
+        }
         let bin = servers()?.to_path_buf();
         let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/e2e");
         std::fs::create_dir_all(&base).unwrap();
@@ -170,7 +209,7 @@ impl Cluster {
             ],
             &dir.join("etcd.log"),
         );
-        let mut cluster = Cluster { dir, bin, options, etcd, etcd_port, apiserver: None, api_port: free_port(), restarts: 0 };
+        let mut cluster = Cluster { dir, bin, options, etcd: Some(etcd), etcd_port, apiserver: None, api_port: free_port(), restarts: 0, external: None };
         cluster.start_apiserver().await;
         Some(cluster)
     }
@@ -217,7 +256,7 @@ impl Cluster {
     async fn wait_ready(&mut self, server: &mut Guarded, port: u16, tag: &str) {
         let started = Instant::now();
         loop {
-            if server.exited() || self.etcd.exited() {
+            if server.exited() || self.etcd.as_mut().is_some_and(Guarded::exited) {
                 self.print_logs();
                 panic!("kube-apiserver or etcd exited during start; logs in {}", self.dir.display());
             }
@@ -269,7 +308,7 @@ impl Cluster {
 
     /// The kubeconfig file for this cluster (written once the server is first ready).
     pub fn kubeconfig_path(&self) -> PathBuf {
-        self.dir.join("kubeconfig")
+        self.external.clone().unwrap_or_else(|| self.dir.join("kubeconfig"))
     }
 
     /// Copies the CA of a kube-apiserver's self-signed serving certificate to `ca-TAG.crt`
@@ -301,7 +340,14 @@ impl Cluster {
     /// A new client for this cluster (clients belong to the runtime that creates them, so
     /// each test makes its own).
     pub async fn client(&self) -> Result<Client, informer_runtime::reexports::kube_client::Error> {
-        client_for(&self.kubeconfig_yaml(self.api_port, "main")).await
+        match &self.external {
+            Some(path) => {
+                // Read from the file, so paths in it resolve against its directory.
+                let kc = Kubeconfig::read_from(path).expect("read INFORMER_GEN_E2E_KUBECONFIG");
+                Client::try_from(Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("config"))
+            }
+            None => client_for(&self.kubeconfig_yaml(self.api_port, "main")).await,
+        }
     }
 
     /// Creates a fresh namespace `prefix-N`; its guard prints the server logs if the test fails.
@@ -328,7 +374,10 @@ impl Cluster {
 
     /// Prints the tails of the server logs to the terminal.
     pub fn print_logs(&self) {
-        let mut logs: Vec<_> = std::fs::read_dir(&self.dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "log")).collect();
+        if self.external.is_some() {
+            return;
+        }
+        let mut logs: Vec<_> = std::fs::read_dir(&self.dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "log")).collect();
         logs.sort();
         for log in logs {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -347,8 +396,10 @@ impl Drop for Cluster {
             self.print_logs();
         }
         self.kill_apiserver();
-        self.etcd.kill();
-        if !std::thread::panicking() {
+        if let Some(etcd) = &mut self.etcd {
+            etcd.kill();
+        }
+        if !std::thread::panicking() && self.external.is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
