@@ -1,0 +1,142 @@
+//! One command for the side-by-side benchmark: builds the Go programs (replay server,
+//! client-go client), starts the replay server per workload, runs each client in its own
+//! process several times, and prints one Markdown table with ratios.
+//!
+//! ```text
+//! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
+//! ```
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use informer_gen_bench::arg;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn go_build(out: &Path) {
+    std::fs::create_dir_all(out).unwrap();
+    for prog in ["replay-server", "bench-clientgo"] {
+        let status = Command::new("go")
+            .args(["build", "-trimpath", "-o"])
+            .arg(out.join(prog))
+            .arg(format!("./cmd/{prog}"))
+            .current_dir(root().join("tests/go"))
+            .env("GOFLAGS", "-mod=readonly -buildvcs=false")
+            .status()
+            .expect("go build (is Go installed?)");
+        assert!(status.success(), "go build {prog} failed");
+    }
+}
+
+struct Replay {
+    child: Child,
+    url: String,
+    bytes: f64,
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn replay(bin: &Path, workload: &str, n: usize) -> Replay {
+    let mut child = Command::new(bin.join("replay-server"))
+        .args(["--workload", workload, "--n", &n.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines.next().unwrap().unwrap().trim_start_matches("listening ").to_string();
+    let sizes = lines.next().unwrap().unwrap();
+    let bytes: f64 = sizes.rsplit(' ').next().unwrap().parse().unwrap();
+    Replay { child, url, bytes }
+}
+
+fn run(cmd: &Path, args: &[&str]) -> Value {
+    let out = Command::new(cmd).args(args).stderr(Stdio::inherit()).output().unwrap();
+    assert!(out.status.success(), "{} {args:?} failed", cmd.display());
+    let text = String::from_utf8(out.stdout).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+/// Median, min and max.
+fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+fn main() {
+    let n: usize = arg("--n").map(|s| s.parse().unwrap()).unwrap_or(10_000);
+    let runs: usize = arg("--runs").map(|s| s.parse().unwrap()).unwrap_or(5);
+    let here = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    if !here.join("bench-ours").exists() || !here.join("bench-kube-rs").exists() {
+        let status = Command::new(env!("CARGO")).args(["build", "--release", "-p", "informer-gen-bench", "--bins"]).status().unwrap();
+        assert!(status.success());
+    }
+    let go_bin = root().join("target/bench-go");
+    go_build(&go_bin);
+
+    let mut table = String::new();
+    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); JSON everywhere.\n\n"));
+    table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | ours ÷ it | time to synced | objects/s | ours speed ÷ its |\n|---|---|---|---|---|---|---|---|\n");
+    for workload in ["configmaps", "pods-shared", "pods-unique"] {
+        let resource = if workload == "configmaps" { "configmaps" } else { "pods" };
+        let server = replay(&go_bin, workload, n);
+        let per_obj = server.bytes / n as f64;
+        let ceiling = run(&here.join("bench-ours"), &["--server", &server.url, "--resource", resource, "--decode-ceiling"]);
+        let ceiling_s = ceiling["sync_seconds"].as_f64().unwrap();
+        for strip in [false, true] {
+            let mut rows = Vec::new();
+            for (name, cmd) in [("informer-gen", here.join("bench-ours")), ("client-go", go_bin.join("bench-clientgo")), ("kube-rs", here.join("bench-kube-rs"))] {
+                let mut args = vec!["--server", server.url.as_str(), "--resource", resource];
+                if strip {
+                    args.push(if name == "client-go" { "--strip-managed-fields=true" } else { "--strip-managed-fields" });
+                }
+                let mut heaps = Vec::new();
+                let mut times = Vec::new();
+                for _ in 0..runs {
+                    let r = run(&cmd, &args);
+                    assert_eq!(r["n"].as_u64().unwrap() as usize, n, "{name} cached every object");
+                    heaps.push(r["heap_bytes"].as_f64().unwrap() / n as f64);
+                    times.push(r["sync_seconds"].as_f64().unwrap());
+                }
+                rows.push((name, stats(heaps), stats(times)));
+            }
+            let (ours_heap, ours_time) = (rows[0].1.0, rows[0].2.0);
+            for (name, heap, time) in &rows {
+                let ratio_heap = if *name == "informer-gen" { "—".to_string() } else { format!("{:.2}×", ours_heap / heap.0) };
+                let ratio_speed = if *name == "informer-gen" { "—".to_string() } else { format!("{:.2}×", time.0 / ours_time) };
+                table.push_str(&format!(
+                    "| {workload} ({per_obj:.0} B) | {} | {name} | {:.1} KB ({:.1}–{:.1}) | {ratio_heap} | {:.2} s ({:.2}–{:.2}) | {:.0} | {ratio_speed} |\n",
+                    if strip { "dropped" } else { "kept" },
+                    heap.0 / 1000.0, heap.1 / 1000.0, heap.2 / 1000.0, time.0, time.1, time.2, n as f64 / time.0
+                ));
+            }
+            if !strip {
+                table.push_str(&format!(
+                    "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling | — | — | {ceiling_s:.2} s | {:.0} ({:.0} MB/s) | ours = {:.0}% of it |\n",
+                    n as f64 / ceiling_s,
+                    server.bytes / ceiling_s / 1e6,
+                    100.0 * ceiling_s / ours_time
+                ));
+            }
+        }
+        eprintln!("{workload}: done");
+    }
+    println!("{table}");
+    if let Some(out) = arg("--out") {
+        let machine = format!(
+            "Machine: {} cores, {} (`/proc/cpuinfo`), {}.\n",
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default().lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).unwrap_or("?").trim(),
+            String::from_utf8(Command::new("go").arg("version").output().unwrap().stdout).unwrap().trim()
+        );
+        std::fs::write(out, format!("{machine}\n{table}")).unwrap();
+    }
+}

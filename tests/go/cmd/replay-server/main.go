@@ -1,0 +1,312 @@
+// Command replay-server serves pre-encoded Kubernetes LIST pages, WatchList streams and watch
+// streams on loopback, so informer clients can be measured side by side on the same bytes
+// without the server being the bottleneck. It is part of the benchmark harness
+// (tests/bench); it is not an API server: it serves one resource's collection and nothing else.
+//
+//	replay-server --workload pods-shared --n 10000 --addr 127.0.0.1:0
+//
+// It prints "listening http://ADDR" and the JSON size of the objects, then serves:
+//
+//	GET /api/v1/{pods|configmaps}?limit=L&continue=C        paged list (resourceVersion of the set)
+//	GET /api/v1/{pods|configmaps}?watch=1&sendInitialEvents=true
+//	                                                        every object as ADDED, then the
+//	                                                        initial-events-end BOOKMARK
+//	GET /api/v1/{pods|configmaps}?watch=1&resourceVersion=R a BOOKMARK, then silence until timeoutSeconds
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+const listRV = "1000000"
+
+type server struct {
+	resource string
+	kind     string
+	objects  [][]byte // JSON of each object, in key order
+	mu       sync.Mutex
+	pages    map[int][][]byte // limit -> encoded pages
+}
+
+func main() {
+	workload := flag.String("workload", "configmaps", "configmaps | pods-shared | pods-unique")
+	n := flag.Int("n", 10000, "number of objects")
+	templates := flag.Int("templates", 200, "pod templates for pods-shared")
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+
+	s := &server{pages: map[int][][]byte{}}
+	switch *workload {
+	case "configmaps":
+		s.resource, s.kind = "configmaps", "ConfigMap"
+		for i := 0; i < *n; i++ {
+			s.objects = append(s.objects, must(json.Marshal(configMap(i))))
+		}
+	case "pods-shared", "pods-unique":
+		s.resource, s.kind = "pods", "Pod"
+		for i := 0; i < *n; i++ {
+			t := i % *templates
+			if *workload == "pods-unique" {
+				t = i
+			}
+			s.objects = append(s.objects, must(json.Marshal(pod(i, t))))
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "unknown workload %q\n", *workload)
+		os.Exit(2)
+	}
+	total := 0
+	for _, o := range s.objects {
+		total += len(o)
+	}
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("listening http://%s\n", l.Addr())
+	fmt.Printf("objects %d bytes %d\n", len(s.objects), total)
+	os.Stdout.Sync()
+	http.Serve(l, s)
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/api/v1/"+s.resource {
+		http.NotFound(w, r)
+		return
+	}
+	q := r.URL.Query()
+	w.Header().Set("Content-Type", "application/json")
+	if q.Get("watch") == "1" || q.Get("watch") == "true" {
+		s.watch(w, r)
+		return
+	}
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	page := 0
+	if c := q.Get("continue"); c != "" {
+		page, _ = strconv.Atoi(c)
+	}
+	pages := s.pagesFor(limit)
+	if page >= len(pages) {
+		http.Error(w, "bad continue", http.StatusBadRequest)
+		return
+	}
+	w.Write(pages[page])
+}
+
+func (s *server) pagesFor(limit int) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit <= 0 || limit > len(s.objects) {
+		limit = len(s.objects)
+	}
+	if p, ok := s.pages[limit]; ok {
+		return p
+	}
+	var pages [][]byte
+	for start := 0; start < len(s.objects) || start == 0; start += limit {
+		end := start + limit
+		if end > len(s.objects) {
+			end = len(s.objects)
+		}
+		var b bytes.Buffer
+		cont := ""
+		if end < len(s.objects) {
+			cont = strconv.Itoa(len(pages) + 1)
+		}
+		fmt.Fprintf(&b, `{"kind":"%sList","apiVersion":"v1","metadata":{"resourceVersion":"%s","continue":"%s"},"items":[`, s.kind, listRV, cont)
+		for i, o := range s.objects[start:end] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(o)
+		}
+		b.WriteString("]}")
+		pages = append(pages, b.Bytes())
+		if end == len(s.objects) {
+			break
+		}
+	}
+	s.pages[limit] = pages
+	return pages
+}
+
+func (s *server) bookmark(initialEnd bool) []byte {
+	ann := ""
+	if initialEnd {
+		ann = `,"annotations":{"k8s.io/initial-events-end":"true"}`
+	}
+	return []byte(fmt.Sprintf(`{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"v1","metadata":{"resourceVersion":"%s"%s}}}`+"\n", s.kind, listRV, ann))
+}
+
+func (s *server) watch(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	flusher := w.(http.Flusher)
+	w.WriteHeader(http.StatusOK)
+	if q.Get("sendInitialEvents") == "true" {
+		for _, o := range s.objects {
+			w.Write([]byte(`{"type":"ADDED","object":`))
+			w.Write(o)
+			w.Write([]byte("}\n"))
+		}
+		w.Write(s.bookmark(true))
+	} else {
+		w.Write(s.bookmark(false))
+	}
+	flusher.Flush()
+	timeout := 300 * time.Second
+	if t, err := strconv.Atoi(q.Get("timeoutSeconds")); err == nil && t > 0 {
+		timeout = time.Duration(t) * time.Second
+	}
+	select {
+	case <-r.Context().Done():
+	case <-time.After(timeout):
+	}
+}
+
+func configMap(i int) *corev1.ConfigMap {
+	ns := fmt.Sprintf("ns-%03d", i%100)
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("config-%06d", i), Namespace: ns,
+			UID:               types.UID(fmt.Sprintf("6f1c1b1e-0000-4000-8000-%012d", i)),
+			ResourceVersion:   strconv.Itoa(1000 + i),
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)),
+			Labels:            map[string]string{"app": fmt.Sprintf("app-%d", i%50), "team": "platform"},
+		},
+		Data: map[string]string{
+			"config.yaml": fmt.Sprintf("server:\n  port: %d\n  host: 0.0.0.0\nlogging:\n  level: info\n  format: json\nfeatures:\n  a: true\n  b: false\n", 8000+i%1000),
+			"settings":    strings.Repeat(fmt.Sprintf("key%d=value%d\n", i%10, i%7), 40),
+		},
+	}
+}
+
+func pod(i, template int) *corev1.Pod {
+	ns := fmt.Sprintf("ns-%03d", template%100)
+	app := fmt.Sprintf("app-%d", template)
+	hash := fmt.Sprintf("%010x", template*7919)[:10]
+	name := fmt.Sprintf("%s-%s-%05d", app, hash, i)
+	created := metav1.NewTime(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	trueV := true
+	var grace int64 = 30
+	var tolSeconds int64 = 300
+	var expiry int64 = 3607
+	fieldsController := `{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"` + fmt.Sprintf("%d", template) + `\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{".":{},"k:{\"name\":\"LOG_LEVEL\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"POD_NAME\"}":{".":{},"f:name":{},"f:valueFrom":{".":{},"f:fieldRef":{}}}},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{".":{},"f:failureThreshold":{},"f:httpGet":{".":{},"f:path":{},"f:port":{},"f:scheme":{}},"f:periodSeconds":{},"f:successThreshold":{},"f:timeoutSeconds":{}},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:name":{},"f:protocol":{}}},"f:readinessProbe":{".":{},"f:failureThreshold":{},"f:httpGet":{".":{},"f:path":{},"f:port":{},"f:scheme":{}},"f:periodSeconds":{},"f:successThreshold":{},"f:timeoutSeconds":{}},"f:resources":{".":{},"f:limits":{".":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{},"f:volumeMounts":{".":{},"k:{\"mountPath\":\"/etc/config\"}":{".":{},"f:mountPath":{},"f:name":{}}}},"k:{\"name\":\"sidecar\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{".":{},"f:runAsNonRoot":{}},"f:terminationGracePeriodSeconds":{},"f:volumes":{".":{},"k:{\"name\":\"config\"}":{".":{},"f:configMap":{".":{},"f:defaultMode":{},"f:name":{}},"f:name":{}}}}}`
+	fieldsKubelet := `{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"PodReadyToStartContainers\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.244.1.5\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`
+	image := "registry.example.com/team/" + app + ":v1.4.2"
+	logLevel := "info"
+	if template == i { // unique workload: nothing shared between pods
+		image = fmt.Sprintf("registry.example.com/team/%s:v1.%d", app, i)
+		logLevel = fmt.Sprintf("info-%d", i)
+	}
+	node := fmt.Sprintf("node-%03d", i%300)
+	podIP := fmt.Sprintf("10.%d.%d.%d", 244+i/65536%10, i/256%256, i%256)
+	cond := func(t corev1.PodConditionType) corev1.PodCondition {
+		return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: created}
+	}
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, GenerateName: fmt.Sprintf("%s-%s-", app, hash), Namespace: ns,
+			UID:               types.UID(fmt.Sprintf("9a7d0c3e-0000-4000-8000-%012d", i)),
+			ResourceVersion:   strconv.Itoa(1000 + i),
+			CreationTimestamp: created,
+			Labels:            map[string]string{"app": app, "pod-template-hash": hash},
+			Annotations: map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-10-30T08:00:00Z", "prometheus.io/scrape": "true",
+				"prometheus.io/port": "8080", "checksum/config": fmt.Sprintf("%064x", template*31337)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-" + hash,
+				UID: types.UID(fmt.Sprintf("%d", template)), Controller: &trueV, BlockOwnerDeletion: &trueV}},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "kube-controller-manager", Operation: "Update", APIVersion: "v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fieldsController)}},
+				{Manager: "kubelet", Operation: "Update", APIVersion: "v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fieldsKubelet)}, Subresource: "status"},
+			},
+		},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}},
+				{Name: "kube-api-access-" + hash[:5], VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &expiry, Path: "token"}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+				}}}},
+			},
+			Containers: []corev1.Container{
+				{
+					Name: "app", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+					Env:   append([]corev1.EnvVar{{Name: "LOG_LEVEL", Value: logLevel}, {Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}}, extraEnv(app)...),
+					Resources: corev1.ResourceRequirements{
+						Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+					},
+					VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/config"}, {Name: "kube-api-access-" + hash[:5], ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}},
+					LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}},
+						TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3},
+					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}},
+						TimeoutSeconds: 1, PeriodSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3},
+					TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				},
+				{
+					Name: "sidecar", Image: "registry.example.com/infra/proxy:2.8.1", ImagePullPolicy: corev1.PullIfNotPresent,
+					Resources:              corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
+					TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				},
+			},
+			RestartPolicy: corev1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace, DNSPolicy: corev1.DNSClusterFirst,
+			ServiceAccountName: "default", DeprecatedServiceAccount: "default", NodeName: node,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &trueV}, SchedulerName: "default-scheduler",
+			Tolerations: []corev1.Toleration{
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &tolSeconds},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &tolSeconds},
+			},
+			EnableServiceLinks: &trueV, PreemptionPolicy: ptr(corev1.PreemptLowerPriority), Priority: ptr(int32(0)),
+		},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{cond("PodReadyToStartContainers"), cond(corev1.PodInitialized), cond(corev1.PodReady), cond(corev1.ContainersReady), cond(corev1.PodScheduled)},
+			HostIP:     fmt.Sprintf("192.168.%d.%d", i%300/256, i%300%256), HostIPs: []corev1.HostIP{{IP: fmt.Sprintf("192.168.%d.%d", i%300/256, i%300%256)}},
+			PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}}, StartTime: &created, QOSClass: corev1.PodQOSBurstable,
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "app", Ready: true, RestartCount: 0, Image: image, ImageID: "registry.example.com/team/" + app + "@sha256:" + fmt.Sprintf("%064x", template),
+					ContainerID: fmt.Sprintf("containerd://%064x", i*2), Started: &trueV, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: created}}},
+				{Name: "sidecar", Ready: true, RestartCount: 0, Image: "registry.example.com/infra/proxy:2.8.1", ImageID: "registry.example.com/infra/proxy@sha256:" + fmt.Sprintf("%064x", 42),
+					ContainerID: fmt.Sprintf("containerd://%064x", i*2+1), Started: &trueV, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: created}}},
+			},
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// extraEnv is the configuration a typical service carries in its environment.
+func extraEnv(app string) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, k := range []string{"DATABASE_URL", "CACHE_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "FEATURE_FLAGS", "REGION", "UPSTREAM_TIMEOUT", "MAX_CONNECTIONS", "SERVICE_NAME"} {
+		env = append(env, corev1.EnvVar{Name: k, Value: strings.ToLower(k) + "://" + app + ".svc.cluster.local:5432/" + app})
+	}
+	env = append(env, corev1.EnvVar{Name: "API_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-secrets"}, Key: "token"}}})
+	return env
+}
