@@ -44,7 +44,21 @@ async fn decode_ceiling(server: &str, resource: &str) {
         }
         best = best.min(start.elapsed().as_secs_f64());
     }
-    println!("{}", serde_json::json!({"client": "serde_json", "n": n, "sync_seconds": best, "bytes": bytes}));
+    // The live heap of the decoded objects alone, each in an Arc: what any cache of these
+    // types must hold at least.
+    let heap0 = live_heap();
+    let kept: Vec<std::sync::Arc<dyn std::any::Any>> = pages
+        .iter()
+        .flat_map(|page| -> Vec<std::sync::Arc<dyn std::any::Any>> {
+            if resource == "pods" {
+                serde_json::from_slice::<List<Pod>>(page).unwrap().items.into_iter().map(|p| std::sync::Arc::new(p) as _).collect()
+            } else {
+                serde_json::from_slice::<List<ConfigMap>>(page).unwrap().items.into_iter().map(|c| std::sync::Arc::new(c) as _).collect()
+            }
+        })
+        .collect();
+    let heap = live_heap() - heap0 - (kept.capacity() * std::mem::size_of::<std::sync::Arc<dyn std::any::Any>>()) as isize;
+    println!("{}", serde_json::json!({"client": "serde_json", "n": n, "sync_seconds": best, "bytes": bytes, "heap_bytes": heap}));
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
