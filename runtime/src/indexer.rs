@@ -42,10 +42,14 @@ pub fn namespace_index_func<K: Resource>(obj: &K) -> Vec<String> {
     vec![obj.meta().namespace.clone().unwrap_or_default()]
 }
 
-type Index = HashMap<String, HashSet<ObjectKey>>;
+/// Hash maps of the store use foldhash: keys come from the API server, and lookups by key are
+/// the hot path of every lister `get`, where SipHash was most of the cost.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
+type Index = FastMap<String, FastSet<ObjectKey>>;
 
 struct Inner<K> {
-    items: HashMap<ObjectKey, Arc<K>>,
+    items: FastMap<ObjectKey, Arc<K>>,
     indexers: BTreeMap<String, IndexFunc<K>>,
     indices: HashMap<String, Index>,
 }
@@ -77,8 +81,8 @@ impl<K: Resource + Send + Sync + 'static> Indexer<K> {
         let mut indexers: BTreeMap<String, IndexFunc<K>> = BTreeMap::new();
         indexers.insert(NAMESPACE_INDEX.to_string(), Arc::new(namespace_index_func::<K>));
         let mut indices = HashMap::new();
-        indices.insert(NAMESPACE_INDEX.to_string(), Index::new());
-        Indexer { inner: RwLock::new(Inner { items: HashMap::new(), indexers, indices }) }
+        indices.insert(NAMESPACE_INDEX.to_string(), Index::default());
+        Indexer { inner: RwLock::new(Inner { items: FastMap::default(), indexers, indices }) }
     }
 }
 
@@ -121,6 +125,12 @@ impl<K> Indexer<K> {
     /// The object under `key`.
     pub fn get(&self, key: &str) -> Option<Arc<K>> {
         self.inner.read().items.get(key).cloned()
+    }
+
+    /// The object called `name` in `namespace` (`None` for cluster-scoped), without
+    /// allocating its key.
+    pub fn get_by_name(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        crate::key::with_key_str(namespace, name, |key| self.get(key))
     }
 
     /// Whether an object is stored under `key`.
@@ -173,7 +183,7 @@ impl<K> Indexer<K> {
         }
         let Inner { items, indexers, indices } = &mut *inner;
         for (name, f) in new {
-            let mut index = Index::new();
+            let mut index = Index::default();
             for (key, obj) in items.iter() {
                 for v in f(obj) {
                     index.entry(v).or_default().insert(key.clone());

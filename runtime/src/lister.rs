@@ -13,7 +13,6 @@ use kube_core::{Resource, Selector, SelectorExt};
 
 use crate::error::NotFound;
 use crate::indexer::{Indexer, NAMESPACE_INDEX};
-use crate::key::ObjectKey;
 
 fn empty_labels() -> &'static BTreeMap<String, String> {
     static EMPTY: OnceLock<BTreeMap<String, String>> = OnceLock::new();
@@ -110,8 +109,7 @@ impl<K: Resource> NamespaceLister<K> {
 
     /// The object called `name` in this namespace.
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
-        let key = ObjectKey::new(Some(&self.namespace), name);
-        self.indexer.get(key.as_str()).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
+        self.indexer.get_by_name(Some(&self.namespace), name).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
     }
 
     /// The namespace.

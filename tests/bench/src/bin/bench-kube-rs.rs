@@ -13,7 +13,7 @@ use kube_runtime::{WatchStreamExt, reflector, watcher};
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-async fn run<K>(api: Api<K>, strip: bool) -> usize
+async fn run<K>(api: Api<K>, strip: bool) -> (usize, reflector::Store<K>)
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
@@ -31,7 +31,40 @@ where
         while stream.next().await.is_some() {}
     });
     reader.wait_until_ready().await.unwrap();
-    reader.state().len()
+    (reader.state().len(), reader)
+}
+
+/// The same lister operations as ours, as a kube-rs user writes them over the reflector
+/// store (it has a key lookup but no namespace or custom index: those are scans).
+fn lister_ops(reader: &reflector::Store<Pod>) {
+    let keys: Vec<(String, String)> = reader.state().iter().map(|p| (p.metadata.namespace.clone().unwrap(), p.metadata.name.clone().unwrap())).collect();
+    let iters = 1_000_000;
+    let start = Instant::now();
+    let mut found = 0usize;
+    for i in 0..iters {
+        let (ns, name) = &keys[(i * 7919) % keys.len()];
+        found += reader.get(&reflector::ObjectRef::new(name).within(ns)).is_some() as usize;
+    }
+    let get_ns = start.elapsed().as_nanos() as f64 / iters as f64;
+    assert_eq!(found, iters);
+    let rounds = 200;
+    let start = Instant::now();
+    let mut listed = 0;
+    for _ in 0..rounds {
+        listed += reader.state().into_iter().filter(|p| p.metadata.namespace.as_deref() == Some("ns-007")).count();
+    }
+    let ns_list_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    let start = Instant::now();
+    let mut selected = 0;
+    for _ in 0..rounds {
+        selected += reader.state().into_iter().filter(|p| p.metadata.labels.as_ref().and_then(|l| l.get("app")).is_some_and(|a| a == "app-7")).count();
+    }
+    let selector_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    println!(
+        "{}",
+        serde_json::json!({"client": "kube-rs", "get_ns": get_ns, "ns_list_us": ns_list_us, "selector_list_us": selector_us, "index_us": null,
+            "ns_items": listed / rounds, "selector_items": selected / rounds})
+    );
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -42,8 +75,16 @@ async fn main() {
     let (heap0, rss0) = (live_heap(), rss());
     let start = Instant::now();
     let n = match arg("--resource").as_deref().unwrap_or("pods") {
-        "pods" => run(Api::<Pod>::all(client), strip).await,
-        "configmaps" => run(Api::<ConfigMap>::all(client), strip).await,
+        "pods" => {
+            let (n, reader) = run(Api::<Pod>::all(client), strip).await;
+            if flag("--listers") {
+                report("kube-rs", n, start.elapsed().as_secs_f64(), live_heap() - heap0, rss() - rss0);
+                lister_ops(&reader);
+                std::process::exit(0);
+            }
+            n
+        }
+        "configmaps" => run(Api::<ConfigMap>::all(client), strip).await.0,
         other => panic!("unknown resource {other}"),
     };
     let elapsed = start.elapsed().as_secs_f64();

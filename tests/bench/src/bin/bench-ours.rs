@@ -61,6 +61,49 @@ async fn decode_ceiling(server: &str, resource: &str) {
     println!("{}", serde_json::json!({"client": "serde_json", "n": n, "sync_seconds": best, "bytes": bytes, "heap_bytes": heap}));
 }
 
+/// Lister operations over the synced Pods, timed in loops; prints one JSON line.
+fn lister_ops(lister: &informer_gen_sample::core::v1::pods::PodLister, informer: &informer_runtime::SharedIndexInformer<Pod>) {
+    let keys: Vec<(String, String)> = lister
+        .list(&Selector::default())
+        .iter()
+        .map(|p| (p.metadata.namespace.clone().unwrap(), p.metadata.name.clone().unwrap()))
+        .collect();
+    let iters = 1_000_000;
+    let start = Instant::now();
+    let mut found = 0usize;
+    for i in 0..iters {
+        let (ns, name) = &keys[(i * 7919) % keys.len()];
+        found += lister.pods(ns).get(name).is_ok() as usize;
+    }
+    let get_ns = start.elapsed().as_nanos() as f64 / iters as f64;
+    assert_eq!(found, iters);
+    let rounds = 2000;
+    let start = Instant::now();
+    let mut listed = 0;
+    for _ in 0..rounds {
+        listed += lister.pods("ns-007").list(&Selector::default()).len();
+    }
+    let ns_list_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    let selector = informer_runtime::parse_label_selector("app=app-7").unwrap();
+    let start = Instant::now();
+    let mut selected = 0;
+    for _ in 0..rounds / 10 {
+        selected += lister.list(&selector).len();
+    }
+    let selector_us = start.elapsed().as_secs_f64() * 1e6 / (rounds / 10) as f64;
+    let start = Instant::now();
+    let mut indexed = 0;
+    for _ in 0..rounds {
+        indexed += informer.indexer().by_index(informer_runtime::NAMESPACE_INDEX, "ns-007").unwrap().len();
+    }
+    let index_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    println!(
+        "{}",
+        serde_json::json!({"client": "informer-gen", "get_ns": get_ns, "ns_list_us": ns_list_us, "selector_list_us": selector_us, "index_us": index_us,
+            "ns_items": listed / rounds, "selector_items": selected / (rounds / 10), "index_items": indexed / rounds})
+    );
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let server = arg("--server").expect("--server URL");
@@ -76,10 +119,17 @@ async fn main() {
     let n = match resource.as_str() {
         "pods" => {
             let pods = factory.core().v1().pods();
-            pods.informer().unwrap();
+            let informer = pods.informer().unwrap();
             factory.start().unwrap();
             factory.wait_for_cache_sync().await;
-            pods.lister().unwrap().list(&Selector::default()).len()
+            let n = pods.lister().unwrap().list(&Selector::default()).len();
+            if flag("--listers") {
+                let elapsed = start.elapsed().as_secs_f64();
+                report("informer-gen", n, elapsed, live_heap() - heap0, rss() - rss0);
+                lister_ops(&pods.lister().unwrap(), &informer);
+                std::process::exit(0);
+            }
+            n
         }
         "configmaps" => {
             let cms = factory.core().v1().configmaps();

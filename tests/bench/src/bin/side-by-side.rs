@@ -129,6 +129,42 @@ fn main() {
         }
         eprintln!("{workload}: done");
     }
+    // Lister operations over the synced Pods (replicated workload).
+    let server = replay(&go_bin, "pods-shared", n);
+    table.push_str(&format!(
+        "\n\nLister operations over {n} Pods (median of {runs} runs, min–max; each run: 1M `get`s by namespace and name in a scattered order, 2,000 namespace lists (100 Pods), 200 selector lists `app=app-7` over all Pods (50 match), 2,000 namespace-index lookups). kube-rs's store has no namespace or custom index: its lists are scans of `state()`.\n\n"
+    ));
+    table.push_str("| client | get | ours ÷ it | list namespace | ours ÷ it | selector list | ours ÷ it | index lookup | ours ÷ it |\n|---|---|---|---|---|---|---|---|---|\n");
+    let fields = [("get_ns", "ns"), ("ns_list_us", "µs"), ("selector_list_us", "µs"), ("index_us", "µs")];
+    let mut medians: Vec<(&str, Vec<Option<(f64, f64, f64)>>)> = Vec::new();
+    for (name, cmd) in [("informer-gen", here.join("bench-ours")), ("client-go", go_bin.join("bench-clientgo")), ("kube-rs", here.join("bench-kube-rs"))] {
+        let results: Vec<Value> = (0..runs).map(|_| run(&cmd, &["--server", &server.url, "--resource", "pods", "--listers"])).collect();
+        let cols = fields.iter().map(|(f, _)| {
+            let v: Vec<f64> = results.iter().filter_map(|r| r[*f].as_f64()).collect();
+            (!v.is_empty()).then(|| stats(v))
+        });
+        medians.push((name, cols.collect()));
+    }
+    for (name, cols) in &medians {
+        let mut row = format!("| {name} |");
+        for (i, col) in cols.iter().enumerate() {
+            let unit = fields[i].1;
+            match col {
+                Some((m, lo, hi)) => {
+                    let ratio = match (&medians[0].1[i], *name == "informer-gen") {
+                        (_, true) => "—".to_string(),
+                        (Some(ours), false) => format!("{:.2}×", ours.0 / m),
+                        (None, false) => "—".to_string(),
+                    };
+                    row.push_str(&format!(" {m:.1} {unit} ({lo:.1}–{hi:.1}) | {ratio} |"));
+                }
+                None => row.push_str(" n/a | — |"),
+            }
+        }
+        table.push_str(&row);
+        table.push('\n');
+    }
+    drop(server);
     println!("{table}");
     if let Some(out) = arg("--out") {
         let machine = format!(
