@@ -63,11 +63,7 @@ struct PodEvents(NamespaceQueue);
 
 impl EventHandler<Pod> for PodEvents {
     fn on_event(&mut self, event: &Event<Pod>) {
-        let pod = match event {
-            Event::Add { obj, .. } => obj,
-            Event::Update { new, .. } => new,
-            Event::Delete(d) => d.object(),
-        };
+        let pod = event.object();
         if let Some(ns) = pod.metadata.namespace.as_deref() {
             self.0.add(ns);
         }
@@ -78,11 +74,7 @@ struct ConfigMapEvents(NamespaceQueue);
 
 impl EventHandler<ConfigMap> for ConfigMapEvents {
     fn on_event(&mut self, event: &Event<ConfigMap>) {
-        let cm = match event {
-            Event::Add { obj, .. } => obj,
-            Event::Update { new, .. } => new,
-            Event::Delete(d) => d.object(),
-        };
+        let cm = event.object();
         if cm.metadata.name.as_deref() == Some(CONFIG_MAP_NAME) {
             if let Some(ns) = cm.metadata.namespace.as_deref() {
                 self.0.add(ns);

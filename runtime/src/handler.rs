@@ -60,6 +60,16 @@ impl<K> Clone for Event<K> {
 }
 
 impl<K> Event<K> {
+    /// The object the event leaves behind: the added object, the new state of an update, or
+    /// the deleted object (for a tombstone, its last known state).
+    pub fn object(&self) -> &Arc<K> {
+        match self {
+            Event::Add { obj, .. } => obj,
+            Event::Update { new, .. } => new,
+            Event::Delete(d) => d.object(),
+        }
+    }
+
     fn is_initial_add(&self) -> bool {
         matches!(self, Event::Add { is_in_initial_list: true, .. })
     }

@@ -65,12 +65,12 @@ fn print(line: &EventLine) {
 
 impl EventHandler<DynamicObject> for Printer {
     fn on_event(&mut self, event: &Event<DynamicObject>) {
-        let (kind, obj, initial, tombstone) = match event {
-            Event::Add { obj, is_in_initial_list } => ("ADDED", obj, *is_in_initial_list, false),
-            Event::Update { new, .. } => ("UPDATED", new, false, false),
-            Event::Delete(d) => ("DELETED", d.object(), false, d.is_tombstone()),
+        let (kind, initial, tombstone) = match event {
+            Event::Add { is_in_initial_list, .. } => ("ADDED", *is_in_initial_list, false),
+            Event::Update { .. } => ("UPDATED", false, false),
+            Event::Delete(d) => ("DELETED", false, d.is_tombstone()),
         };
-        let (key, resource_version) = key_rv(obj);
+        let (key, resource_version) = key_rv(event.object());
         print(&EventLine { kind: kind.into(), resource: self.resource.clone(), key, resource_version, initial, tombstone });
     }
 }
