@@ -66,14 +66,13 @@ pub fn informer_resources(resources: &[Resource]) -> Vec<&Resource> {
     by_gvr.into_values().collect()
 }
 
-/// The whole generated module tree.
-pub fn emit(resources: &[Resource], externs: &ExternPaths) -> Result<ModuleTree> {
+/// The whole generated module tree for `chosen`, the output of [`informer_resources`].
+pub fn emit(chosen: &[&Resource], externs: &ExternPaths) -> Result<ModuleTree> {
     let templates = Templates::load();
-    let chosen = informer_resources(resources);
     let group_names = group_modules(chosen.iter().map(|r| r.group.as_str()));
     // group module → (group, version → resources)
     let mut groups: BTreeMap<&str, (&str, BTreeMap<&str, Vec<&Resource>>)> = BTreeMap::new();
-    for r in &chosen {
+    for r in chosen {
         let g = groups.entry(group_names[&r.group].as_str()).or_insert((&r.group, BTreeMap::new()));
         g.1.entry(&r.version).or_default().push(r);
     }

@@ -47,13 +47,17 @@ pub const DEFAULT_RUNTIME_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../
 
 /// Every resource in `inputs` (files or directories), in input order then path order.
 pub fn load_resources(inputs: &[PathBuf]) -> Result<Vec<Resource>> {
-    let files = input::collect_files(inputs)?;
+    resources_of(inputs, &input::collect_files(inputs)?)
+}
+
+/// Every resource in `files`, the files collected from `inputs`.
+fn resources_of(inputs: &[PathBuf], files: &[PathBuf]) -> Result<Vec<Resource>> {
     if files.is_empty() {
         let shown = inputs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
         return Err(Error::new(shown, "", "no .json, .yaml or .yml files in the inputs"));
     }
     let mut out = Vec::new();
-    for file in &files {
+    for file in files {
         for doc in input::read(file)? {
             match doc {
                 input::Document::OpenApiV2(v) | input::Document::OpenApiV3(v) => {
@@ -182,9 +186,10 @@ impl Config {
     pub fn render(&self) -> Result<Rendered> {
         let out_dir = self.resolved_out_dir()?;
         let input_files = input::collect_files(&self.inputs)?;
-        let all = load_resources(&self.inputs)?;
-        let tree = emit::emit(&all, &self.externs)?;
-        let resources: Vec<Resource> = emit::informer_resources(&all).into_iter().cloned().collect();
+        let all = resources_of(&self.inputs, &input_files)?;
+        let chosen = emit::informer_resources(&all);
+        let tree = emit::emit(&chosen, &self.externs)?;
+        let resources: Vec<Resource> = chosen.into_iter().cloned().collect();
         let mut files = BTreeMap::new();
         match &self.layout {
             Layout::SingleFile(name) => {

@@ -107,6 +107,19 @@ fn existing_generated(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Whether `path` already holds exactly `content`.
+fn unchanged(path: &Path, content: &str) -> bool {
+    std::fs::read(path).is_ok_and(|old| old == content.as_bytes())
+}
+
+/// Generated files under `root` that `files` no longer produces.
+fn stale(root: &Path, files: &BTreeMap<PathBuf, String>) -> Vec<PathBuf> {
+    let mut old = Vec::new();
+    existing_generated(root, &mut old);
+    old.retain(|p| !files.contains_key(p));
+    old
+}
+
 /// What a write did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct WriteReport {
@@ -122,7 +135,7 @@ pub struct WriteReport {
 pub fn write(root: &Path, files: &BTreeMap<PathBuf, String>, prune: bool) -> Result<WriteReport> {
     let mut report = WriteReport::default();
     for (path, content) in files {
-        if std::fs::read(path).is_ok_and(|old| old == content.as_bytes()) {
+        if unchanged(path, content) {
             report.unchanged += 1;
             continue;
         }
@@ -135,9 +148,7 @@ pub fn write(root: &Path, files: &BTreeMap<PathBuf, String>, prune: bool) -> Res
         report.written.push(path.clone());
     }
     if prune {
-        let mut old = Vec::new();
-        existing_generated(root, &mut old);
-        for p in old.into_iter().filter(|p| !files.contains_key(p)) {
+        for p in stale(root, files) {
             std::fs::remove_file(&p).map_err(|e| Error::new(&p, "", format!("cannot remove stale file: {e}")))?;
             report.removed.push(p);
         }
@@ -147,12 +158,9 @@ pub fn write(root: &Path, files: &BTreeMap<PathBuf, String>, prune: bool) -> Res
 
 /// The files under `root` that differ from `files`: changed, missing, or stale generated ones.
 pub fn check(root: &Path, files: &BTreeMap<PathBuf, String>, prune: bool) -> Vec<PathBuf> {
-    let mut differ: Vec<PathBuf> =
-        files.iter().filter(|(p, c)| !std::fs::read(p).is_ok_and(|old| old == c.as_bytes())).map(|(p, _)| p.clone()).collect();
+    let mut differ: Vec<PathBuf> = files.iter().filter(|(p, c)| !unchanged(p, c)).map(|(p, _)| p.clone()).collect();
     if prune {
-        let mut old = Vec::new();
-        existing_generated(root, &mut old);
-        differ.extend(old.into_iter().filter(|p| !files.contains_key(p)));
+        differ.extend(stale(root, files));
     }
     differ.sort();
     differ

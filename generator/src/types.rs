@@ -89,6 +89,15 @@ pub fn doc_lines(text: &str) -> TokenStream {
     quote! { #( #[doc = #lines] )* }
 }
 
+/// The flattened map of the fields a preserve-unknown-fields schema does not name.
+fn extra_field() -> TokenStream {
+    quote! {
+        /// Fields the schema does not name (it preserves unknown fields).
+        #[serde(flatten)]
+        pub extra: ::std::collections::BTreeMap<::std::string::String, ::informer_runtime::reexports::serde_json::Value>,
+    }
+}
+
 fn ty_of(schema: &Value) -> Option<&str> {
     schema.get("type").and_then(Value::as_str)
 }
@@ -147,11 +156,7 @@ impl<'a> TypeGen<'a> {
         }
         let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
         if preserve {
-            fields.push(quote! {
-                /// Fields the schema does not name (it preserves unknown fields).
-                #[serde(flatten)]
-                pub extra: ::std::collections::BTreeMap<::std::string::String, ::informer_runtime::reexports::serde_json::Value>,
-            });
+            fields.push(extra_field());
             ser.push(quote! {
                 for (k, v) in &self.extra {
                     if k != "apiVersion" && k != "kind" {
@@ -291,11 +296,7 @@ impl<'a> TypeGen<'a> {
             fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names)?.tokens);
         }
         if flag(schema, "x-kubernetes-preserve-unknown-fields") {
-            fields.push(quote! {
-                /// Fields the schema does not name (it preserves unknown fields).
-                #[serde(flatten)]
-                pub extra: ::std::collections::BTreeMap<::std::string::String, ::informer_runtime::reexports::serde_json::Value>,
-            });
+            fields.push(extra_field());
         }
         let doc = docs(schema);
         let derives = derives();
