@@ -22,16 +22,7 @@ impl ObjectKey {
     /// Builds the key of the object called `name` in `namespace` (`None` or `""` for
     /// cluster-scoped objects).
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
-        match namespace {
-            Some(ns) if !ns.is_empty() => {
-                let mut s = String::with_capacity(ns.len() + 1 + name.len());
-                s.push_str(ns);
-                s.push('/');
-                s.push_str(name);
-                ObjectKey(s.into())
-            }
-            _ => ObjectKey(name.into()),
-        }
+        with_key_str(namespace, name, |key| ObjectKey(key.into()))
     }
 
     /// The key of `obj`, or `None` when the object carries no `metadata.name`.
@@ -120,15 +111,15 @@ mod tests {
     }
 }
 
-/// Calls `f` with the key string of `name` in `namespace`, built on the stack when it is
-/// short (every valid Kubernetes key is: namespace ≤ 63 bytes, name ≤ 253).
+/// Calls `f` with the key string of `name` in `namespace` (`namespace/name`, or `name` when
+/// the namespace is `None` or empty), built on the stack when it is short — every valid
+/// Kubernetes key is: namespace ≤ 63 bytes, name ≤ 253 — and on the heap otherwise.
 pub(crate) fn with_key_str<R>(namespace: Option<&str>, name: &str, f: impl FnOnce(&str) -> R) -> R {
-    let ns = namespace.filter(|ns| !ns.is_empty());
-    let Some(ns) = ns else { return f(name) };
+    let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else { return f(name) };
     let len = ns.len() + 1 + name.len();
     let mut buf = [0u8; 320];
     if len > buf.len() {
-        return f(ObjectKey::new(Some(ns), name).as_str());
+        return f(&format!("{ns}/{name}"));
     }
     buf[..ns.len()].copy_from_slice(ns.as_bytes());
     buf[ns.len()] = b'/';

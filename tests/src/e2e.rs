@@ -509,14 +509,10 @@ impl<K> EventLog<K> {
     }
 }
 
+/// The cache key (as the runtime builds it) and resourceVersion of `obj`.
 fn key_rv<K: informer_runtime::reexports::kube_core::Resource>(obj: &K) -> (String, String) {
-    let m = obj.meta();
-    let name = m.name.clone().unwrap_or_default();
-    let key = match &m.namespace {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name,
-    };
-    (key, m.resource_version.clone().unwrap_or_default())
+    let key = informer_runtime::ObjectKey::of(obj).map(|k| k.as_str().to_string()).unwrap_or_default();
+    (key, obj.meta().resource_version.clone().unwrap_or_default())
 }
 
 impl<K> informer_runtime::EventHandler<K> for EventLog<K>
@@ -525,20 +521,13 @@ where
 {
     fn on_event(&mut self, event: &informer_runtime::Event<K>) {
         use informer_runtime::Event;
-        let seen = match event {
-            Event::Add { obj, is_in_initial_list } => {
-                let (key, rv) = key_rv(obj.as_ref());
-                Seen { kind: "ADDED", key, rv, initial: *is_in_initial_list, tombstone: false }
-            }
-            Event::Update { new, .. } => {
-                let (key, rv) = key_rv(new.as_ref());
-                Seen { kind: "UPDATED", key, rv, initial: false, tombstone: false }
-            }
-            Event::Delete(d) => {
-                let (key, rv) = key_rv(d.object().as_ref());
-                Seen { kind: "DELETED", key, rv, initial: false, tombstone: d.is_tombstone() }
-            }
+        let (kind, initial, tombstone) = match event {
+            Event::Add { is_in_initial_list, .. } => ("ADDED", *is_in_initial_list, false),
+            Event::Update { .. } => ("UPDATED", false, false),
+            Event::Delete(d) => ("DELETED", false, d.is_tombstone()),
         };
+        let (key, rv) = key_rv(event.object().as_ref());
+        let seen = Seen { kind, key, rv, initial, tombstone };
         self.seen.lock().push(seen);
     }
 }

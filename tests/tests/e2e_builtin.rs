@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use informer_gen_sample::InformerFactoryExt;
-use informer_gen_tests::e2e::{Cluster, EventLog, Seen, assert_sequence, eventually};
+use informer_gen_tests::e2e::{Cluster, EventLog, Seen, assert_sequence, cached, create_config_maps, eventually};
 use informer_runtime::reexports::k8s_openapi::api::apps::v1::Deployment;
 use informer_runtime::reexports::k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use informer_runtime::reexports::kube_client::api::{DeleteParams, ListParams, PostParams};
@@ -60,9 +60,6 @@ where
     list.items.iter().map(|o| (format!("{}/{}", o.meta().namespace.as_deref().unwrap(), o.meta().name.as_deref().unwrap()), rv(o))).collect()
 }
 
-fn cache_state<K: Resource>(objs: &[std::sync::Arc<K>]) -> BTreeMap<String, String> {
-    objs.iter().map(|o| (format!("{}/{}", o.meta().namespace.as_deref().unwrap(), o.meta().name.as_deref().unwrap()), rv(o.as_ref()))).collect()
-}
 
 use informer_runtime::reexports::serde;
 
@@ -162,13 +159,13 @@ async fn built_in_kinds_informers_and_listers_follow_the_server() {
     // Listers answer exactly what the server holds: cluster-wide and per namespace, with selectors.
     for selector in [format!("test={ns}"), format!("test={ns},app=x"), format!("test={ns},app in (y)"), format!("test={ns},app!=x")] {
         let sel: Selector = parse_label_selector(&selector).unwrap();
-        assert_eq!(cache_state(&cm_lister.list(&sel)), server_state::<ConfigMap>(&client, &selector).await, "config maps {selector}");
-        assert_eq!(cache_state(&cm_lister.configmaps(ns).list(&sel)), server_state::<ConfigMap>(&client, &selector).await);
+        assert_eq!(cached(&cm_lister.list(&sel)), server_state::<ConfigMap>(&client, &selector).await, "config maps {selector}");
+        assert_eq!(cached(&cm_lister.configmaps(ns).list(&sel)), server_state::<ConfigMap>(&client, &selector).await);
     }
     for selector in [format!("test={ns}"), format!("test={ns},app=db"), format!("test={ns},app notin (db)")] {
         let sel = parse_label_selector(&selector).unwrap();
-        assert_eq!(cache_state(&pod_lister.list(&sel)), server_state::<Pod>(&client, &selector).await, "pods {selector}");
-        assert_eq!(cache_state(&pod_lister.pods(ns).list(&sel)), server_state::<Pod>(&client, &selector).await);
+        assert_eq!(cached(&pod_lister.list(&sel)), server_state::<Pod>(&client, &selector).await, "pods {selector}");
+        assert_eq!(cached(&pod_lister.pods(ns).list(&sel)), server_state::<Pod>(&client, &selector).await);
     }
     assert!(cm_lister.configmaps(ns).get("cm-1").is_err(), "deleted: NotFound");
     assert!(cm_lister.configmaps("no-such-namespace").list(&Selector::default()).is_empty());
@@ -181,36 +178,18 @@ async fn namespaced_factory_sees_only_its_namespace_and_syncs_after_the_initial_
     let client = cluster.client().await.unwrap();
     let a = cluster.namespace(&client, "scoped-a").await;
     let b = cluster.namespace(&client, "scoped-b").await;
-    let pp = PostParams::default();
     // More than one list page (500), so sync must wait for every page.
-    for (ns, n) in [(&a.name, 1203), (&b.name, 5)] {
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-        let mut pending = Vec::new();
-        for i in 0..n {
-            let api = api.clone();
-            let cm = config_map(ns, &format!("cm-{i}"), "x", "0");
-            pending.push(tokio::spawn(async move { api.create(&PostParams::default(), &cm).await.unwrap() }));
-            if pending.len() == 16 {
-                for p in pending.drain(..) {
-                    p.await.unwrap();
-                }
-            }
-        }
-        for p in pending {
-            p.await.unwrap();
-        }
-    }
-    let _ = pp;
+    create_config_maps(&client, &a.name, "cm", 1203).await;
+    create_config_maps(&client, &b.name, "cm", 5).await;
     let factory = informer_gen_sample::new_factory(client.clone(), FactoryOptions { namespace: Some(a.name.clone()), ..Default::default() });
     let informers = factory.core().v1().configmaps();
-    let log = EventLog::<ConfigMap>::default();
-    informers.informer().unwrap().add_event_handler(log.clone()).unwrap();
+    informers.informer().unwrap();
     factory.start().unwrap();
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
     let lister = informers.lister().unwrap();
     let all = lister.list(&Selector::default());
     assert_eq!(all.len(), 1203, "exactly namespace a's objects, all of them, at sync");
     assert!(all.iter().all(|o| o.metadata.namespace.as_deref() == Some(a.name.as_str())));
-    assert_eq!(cache_state(&all), server_state::<ConfigMap>(&client, &format!("test={}", a.name)).await);
+    assert_eq!(cached(&all), server_state::<ConfigMap>(&client, &format!("test={}", a.name)).await);
     factory.shutdown().await;
 }

@@ -19,7 +19,7 @@ use informer_runtime::reexports::kube_client::config::{KubeConfigOptions, Kubeco
 use informer_runtime::reexports::kube_client::discovery::Discovery;
 use informer_runtime::reexports::kube_client::{Client, Config};
 use informer_runtime::reexports::kube_core::Resource;
-use informer_runtime::{Event, EventHandler, FactoryOptions, SharedIndexInformer, SharedInformerFactory};
+use informer_runtime::{Event, EventHandler, FactoryOptions, ObjectKey, SharedIndexInformer, SharedInformerFactory};
 
 #[derive(Parser)]
 #[command(about = "Print the events of Kubernetes resources as JSON lines", after_help = "Examples:\n  watch pods\n  watch --namespace kube-system pods deployments.apps\n  watch --dump /tmp/cache.json certificates.cert-manager.io")]
@@ -46,14 +46,10 @@ struct Printer {
     resource: String,
 }
 
+/// The cache key (`namespace/name` or `name`) and resourceVersion of `obj`.
 fn key_rv(obj: &DynamicObject) -> (String, String) {
-    let m = obj.meta();
-    let name = m.name.clone().unwrap_or_default();
-    let key = match m.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name,
-    };
-    (key, m.resource_version.clone().unwrap_or_default())
+    let key = ObjectKey::of(obj).map(|k| k.as_str().to_string()).unwrap_or_default();
+    (key, obj.meta().resource_version.clone().unwrap_or_default())
 }
 
 fn print(line: &EventLine) {
