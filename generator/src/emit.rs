@@ -7,12 +7,13 @@
 //! `new_factory()`. Only resources with list and watch are emitted (client-go's rule).
 //! Invariant: every map is ordered, so the same resources give the same tree.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use crate::error::{Error, Result};
+use crate::lean::{Definitions, LeanGen};
 use crate::model::{ObjectType, Resource};
 use crate::naming::{UniqueNames, group_modules, ident, module_name};
 use crate::output::ModuleTree;
@@ -67,7 +68,8 @@ pub fn informer_resources(resources: &[Resource]) -> Vec<&Resource> {
 }
 
 /// The whole generated module tree for `chosen`, the output of [`informer_resources`].
-pub fn emit(chosen: &[&Resource], externs: &ExternPaths) -> Result<ModuleTree> {
+pub fn emit(chosen: &[&Resource], externs: &ExternPaths, lean: &BTreeSet<String>, defs: &Definitions) -> Result<ModuleTree> {
+    let lean_tree = LeanGen::new(defs, externs, lean, chosen)?.emit()?;
     let templates = Templates::load();
     let group_names = group_modules(chosen.iter().map(|r| r.group.as_str()));
     // group module → (group, version → resources)
@@ -88,7 +90,7 @@ pub fn emit(chosen: &[&Resource], externs: &ExternPaths) -> Result<ModuleTree> {
         let mut vaccessors = Vec::new();
         for (version, rs) in versions {
             let vid = ident(&module_name(version));
-            let vtree = version_module(&templates, externs, group, version, rs, &gid, &vid, &mut registers)?;
+            let vtree = version_module(&templates, externs, lean, group, version, rs, &gid, &vid, &mut registers)?;
             gtree.children.insert(module_name(version), vtree);
             let d = format!(" Informers of `{shown}/{version}`.");
             vaccessors.push(quote! {
@@ -101,6 +103,13 @@ pub fn emit(chosen: &[&Resource], externs: &ExternPaths) -> Result<ModuleTree> {
         let d = format!(" Informers of the `{shown}` API group.");
         ext_methods.push(quote! { #[doc = #d] fn #gid(&self) -> self::#gid::Informers<'_>; });
         ext_impls.push(quote! { fn #gid(&self) -> self::#gid::Informers<'_> { self::#gid::Informers::new(self) } });
+    }
+    if let Some(tree) = lean_tree {
+        if root.children.contains_key("lean") {
+            let r = chosen.iter().find(|r| group_names[&r.group] == "lean").expect("a group module is named lean");
+            return Err(Error::new(&r.source, "/paths", "the API group module `lean` collides with the lean types module; drop --lean"));
+        }
+        root.children.insert("lean".into(), tree);
     }
     root.items.push(quote! {
         /// The generated accessors on a factory: `factory.apps().v1().deployments()`, as in
@@ -156,6 +165,7 @@ fn accessor_struct(doc: &str, methods: Vec<TokenStream>) -> TokenStream {
 fn version_module(
     templates: &Templates,
     externs: &ExternPaths,
+    lean: &BTreeSet<String>,
     group: &str,
     version: &str,
     rs: &[&Resource],
@@ -178,6 +188,11 @@ fn version_module(
     }
     for r in rs {
         let object: syn::Type = match &r.object {
+            ObjectType::Definition(def) if lean.contains(def) => {
+                // The resource module sits three levels below the root (group, version, resource).
+                let path = format!("super::super::super::{}", LeanGen::root_path(def).expect("LeanGen::new checked the name"));
+                syn::parse_str(&path).map_err(|e| Error::new(&r.source, "", format!("lean path {path:?}: {e}")))?
+            }
             ObjectType::Definition(def) => {
                 let path = externs.definition(def).ok_or_else(|| {
                     Error::new(

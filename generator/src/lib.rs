@@ -24,6 +24,7 @@ pub mod crd;
 pub mod emit;
 pub mod error;
 pub mod input;
+pub mod lean;
 pub mod model;
 pub mod naming;
 pub mod openapi;
@@ -33,7 +34,7 @@ pub mod template;
 pub mod types;
 pub mod yaml;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use emit::ExternPaths;
@@ -47,11 +48,12 @@ pub const DEFAULT_RUNTIME_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../
 
 /// Every resource in `inputs` (files or directories), in input order then path order.
 pub fn load_resources(inputs: &[PathBuf]) -> Result<Vec<Resource>> {
-    resources_of(inputs, &input::collect_files(inputs)?)
+    resources_of(inputs, &input::collect_files(inputs)?, None)
 }
 
-/// Every resource in `files`, the files collected from `inputs`.
-fn resources_of(inputs: &[PathBuf], files: &[PathBuf]) -> Result<Vec<Resource>> {
+/// Every resource in `files`, the files collected from `inputs`; also the OpenAPI
+/// definitions into `defs` when given.
+fn resources_of(inputs: &[PathBuf], files: &[PathBuf], mut defs: Option<&mut lean::Definitions>) -> Result<Vec<Resource>> {
     if files.is_empty() {
         let shown = inputs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
         return Err(Error::new(shown, "", "no .json, .yaml or .yml files in the inputs"));
@@ -62,6 +64,9 @@ fn resources_of(inputs: &[PathBuf], files: &[PathBuf]) -> Result<Vec<Resource>> 
             match doc {
                 input::Document::OpenApiV2(v) | input::Document::OpenApiV3(v) => {
                     let flavor = if v.get("swagger").is_some() { openapi::Flavor::V2 } else { openapi::Flavor::V3 };
+                    if let Some(defs) = defs.as_deref_mut() {
+                        lean::collect_definitions(file, &v, defs);
+                    }
                     let mut found = openapi::scan(file, &v, flavor)?;
                     quirks::apply(&mut found);
                     out.extend(openapi::resources(file, found)?);
@@ -94,6 +99,7 @@ pub struct Config {
     externs: ExternPaths,
     layout: Layout,
     rerun_if_changed: bool,
+    lean: BTreeSet<String>,
 }
 
 impl Default for Config {
@@ -126,6 +132,7 @@ impl Config {
             externs: ExternPaths::default(),
             layout: Layout::SingleFile("informers.rs".into()),
             rerun_if_changed: true,
+            lean: BTreeSet::new(),
         }
     }
 
@@ -161,6 +168,14 @@ impl Config {
         self
     }
 
+    /// Caches the resource whose object type is OpenAPI definition `definition`
+    /// (`io.k8s.api.core.v1.Pod`) in the memory-lean layout (see [`lean`]): its informer
+    /// and listers hand out `lean::…` types, convertible to and from the k8s-openapi type.
+    pub fn lean_type(&mut self, definition: impl Into<String>) -> &mut Self {
+        self.lean.insert(definition.into());
+        self
+    }
+
     /// The output layout (default: one file, `informers.rs`).
     pub fn layout(&mut self, layout: Layout) -> &mut Self {
         self.layout = layout;
@@ -186,9 +201,10 @@ impl Config {
     pub fn render(&self) -> Result<Rendered> {
         let out_dir = self.resolved_out_dir()?;
         let input_files = input::collect_files(&self.inputs)?;
-        let all = resources_of(&self.inputs, &input_files)?;
+        let mut defs = lean::Definitions::new();
+        let all = resources_of(&self.inputs, &input_files, (!self.lean.is_empty()).then_some(&mut defs))?;
         let chosen = emit::informer_resources(&all);
-        let tree = emit::emit(&chosen, &self.externs)?;
+        let tree = emit::emit(&chosen, &self.externs, &self.lean, &defs)?;
         let resources: Vec<Resource> = chosen.into_iter().cloned().collect();
         let mut files = BTreeMap::new();
         match &self.layout {

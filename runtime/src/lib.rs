@@ -49,6 +49,7 @@ mod queue;
 mod real_fifo;
 mod reflector;
 mod selector;
+pub mod lean;
 pub mod testing;
 mod transform;
 

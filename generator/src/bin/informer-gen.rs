@@ -48,6 +48,10 @@ directories are searched recursively for .json, .yaml and .yml files.")]
         /// Reuse an existing type: KEY=PATH, KEY a definition-name prefix or group/version/Kind.
         #[arg(long = "extern-path", value_name = "KEY=PATH")]
         extern_paths: Vec<String>,
+        /// Cache this resource's objects in the memory-lean layout: an OpenAPI definition name
+        /// such as io.k8s.api.core.v1.Pod (repeatable).
+        #[arg(long = "lean", value_name = "DEFINITION")]
+        lean: Vec<String>,
     },
     /// List the resources found in the inputs.
     Resources {
@@ -78,7 +82,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
-        Command::Generate { inputs, out, package, runtime_path, check, extern_paths } => {
+        Command::Generate { inputs, out, package, runtime_path, check, extern_paths, lean } => {
             let start = Instant::now();
             let mut cfg = Config::new();
             cfg.inputs(&inputs).out_dir(&out).rerun_if_changed(false);
@@ -92,6 +96,9 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             for e in &extern_paths {
                 let (k, p) = e.split_once('=').ok_or_else(|| format!("--extern-path {e:?}: expected KEY=PATH"))?;
                 cfg.extern_path(k, p);
+            }
+            for d in lean {
+                cfg.lean_type(d);
             }
             if check {
                 let (r, differ) = cfg.check()?;

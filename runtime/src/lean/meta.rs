@@ -1,0 +1,179 @@
+//! [`LeanMeta`]: object metadata for lean root types — k8s-openapi's `ObjectMeta` (so
+//! `kube::Resource::meta()`, selectors and every `kube` API keep working) with
+//! `managedFields` held apart in the lean form.
+//!
+//! Invariants: `object_meta.managed_fields` is always `None` after decoding; the entries
+//! are in `managed_fields`, with `fieldsV1` as interned [`RawJson`]. Encoding writes them
+//! back under `metadata.managedFields`, in the field order k8s-openapi writes.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::{RawJson, Str};
+
+/// One `managedFields` entry, lean.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedFieldsEntry {
+    /// `apiVersion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<Str>,
+    /// `fieldsType`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields_type: Option<Str>,
+    /// `fieldsV1`, as compact JSON text.
+    #[serde(default, rename = "fieldsV1", skip_serializing_if = "Option::is_none")]
+    pub fields_v1: Option<RawJson>,
+    /// `manager`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<Str>,
+    /// `operation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Str>,
+    /// `subresource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subresource: Option<Str>,
+    /// `time`, as sent (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Str>,
+}
+
+/// `ObjectMeta` with `managedFields` kept lean. Dereferences to the `ObjectMeta`, so
+/// `pod.metadata.name` reads as it does on k8s-openapi types.
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct LeanMeta {
+    /// Everything but `managedFields` (whose field here is always `None`).
+    pub object_meta: ObjectMeta,
+    /// `managedFields`.
+    pub managed_fields: Option<Box<[ManagedFieldsEntry]>>,
+}
+
+impl LeanMeta {
+    /// Drops `managedFields`.
+    pub fn strip_managed_fields(&mut self) {
+        self.managed_fields = None;
+        self.object_meta.managed_fields = None;
+    }
+}
+
+impl Deref for LeanMeta {
+    type Target = ObjectMeta;
+    fn deref(&self) -> &ObjectMeta {
+        &self.object_meta
+    }
+}
+
+impl DerefMut for LeanMeta {
+    fn deref_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.object_meta
+    }
+}
+
+impl Serialize for LeanMeta {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = &self.object_meta;
+        let mut map = s.serialize_map(None)?;
+        macro_rules! opt {
+            ($key:literal, $field:expr) => {
+                if let Some(v) = &$field {
+                    map.serialize_entry($key, v)?;
+                }
+            };
+        }
+        opt!("annotations", m.annotations);
+        opt!("creationTimestamp", m.creation_timestamp);
+        opt!("deletionGracePeriodSeconds", m.deletion_grace_period_seconds);
+        opt!("deletionTimestamp", m.deletion_timestamp);
+        opt!("finalizers", m.finalizers);
+        opt!("generateName", m.generate_name);
+        opt!("generation", m.generation);
+        opt!("labels", m.labels);
+        match (&self.managed_fields, &m.managed_fields) {
+            (Some(lean), _) => map.serialize_entry("managedFields", lean)?,
+            (None, Some(set)) => map.serialize_entry("managedFields", set)?,
+            (None, None) => {}
+        }
+        opt!("name", m.name);
+        opt!("namespace", m.namespace);
+        opt!("ownerReferences", m.owner_references);
+        opt!("resourceVersion", m.resource_version);
+        opt!("selfLink", m.self_link);
+        opt!("uid", m.uid);
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for LeanMeta {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LeanMeta;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("object metadata")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<LeanMeta, A::Error> {
+                let mut out = LeanMeta::default();
+                let m = &mut out.object_meta;
+                while let Some(key) = access.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "annotations" => m.annotations = access.next_value()?,
+                        "creationTimestamp" => m.creation_timestamp = access.next_value()?,
+                        "deletionGracePeriodSeconds" => m.deletion_grace_period_seconds = access.next_value()?,
+                        "deletionTimestamp" => m.deletion_timestamp = access.next_value()?,
+                        "finalizers" => m.finalizers = access.next_value()?,
+                        "generateName" => m.generate_name = access.next_value()?,
+                        "generation" => m.generation = access.next_value()?,
+                        "labels" => m.labels = access.next_value()?,
+                        "managedFields" => {
+                            out.managed_fields = access.next_value::<Option<Vec<ManagedFieldsEntry>>>()?.map(Vec::into_boxed_slice);
+                        }
+                        "name" => m.name = access.next_value()?,
+                        "namespace" => m.namespace = access.next_value()?,
+                        "ownerReferences" => m.owner_references = access.next_value()?,
+                        "resourceVersion" => m.resource_version = access.next_value()?,
+                        "selfLink" => m.self_link = access.next_value()?,
+                        "uid" => m.uid = access.next_value()?,
+                        _ => {
+                            access.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const META: &str = r#"{"annotations":{"a":"1"},"creationTimestamp":"2026-01-02T03:04:05Z","generateName":"web-","labels":{"app":"web"},"managedFields":[{"apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:app":{}}}},"manager":"kubectl","operation":"Update","time":"2026-01-02T03:04:05Z"}],"name":"web-1","namespace":"default","ownerReferences":[{"apiVersion":"apps/v1","blockOwnerDeletion":true,"controller":true,"kind":"ReplicaSet","name":"web","uid":"u-1"}],"resourceVersion":"42","uid":"u-2"}"#;
+
+    #[test]
+    fn round_trips_and_matches_k8s_openapi() {
+        let lean: LeanMeta = serde_json::from_str(META).unwrap();
+        assert!(lean.object_meta.managed_fields.is_none());
+        let entries = lean.managed_fields.as_deref().unwrap();
+        assert_eq!(entries[0].manager.as_deref(), Some("kubectl"));
+        assert_eq!(lean.name.as_deref(), Some("web-1"));
+        assert_eq!(serde_json::to_string(&lean).unwrap(), META);
+        let k8s: ObjectMeta = serde_json::from_str(META).unwrap();
+        assert_eq!(serde_json::to_string(&k8s).unwrap(), META);
+        let back: ObjectMeta = super::super::convert(&lean).unwrap();
+        assert_eq!(back, k8s);
+    }
+
+    #[test]
+    fn strip_drops_the_entries() {
+        let mut lean: LeanMeta = serde_json::from_str(META).unwrap();
+        lean.strip_managed_fields();
+        assert!(!serde_json::to_string(&lean).unwrap().contains("managedFields"));
+    }
+}
