@@ -1,20 +1,36 @@
 //! Our side of the benchmark: the generated informer from `generated-sample` syncs one
-//! resource from the replay server. `--decode-ceiling` instead times plain serde_json decoding
-//! of the same LIST bytes into the same types (the ceiling our sync throughput is measured
-//! against).
+//! resource from the replay server; `--lean` uses the memory-lean layout instead (the
+//! informers `informer-gen-tests` generates with `Config::lean_type`). `--decode-ceiling`
+//! instead times plain serde_json decoding of the same LIST bytes into the same types (the
+//! ceiling our sync throughput is measured against).
 
 use std::time::Instant;
 
 use informer_gen_bench::{CountingAlloc, arg, client, flag, live_heap, report, rss};
-use informer_gen_sample::InformerFactoryExt;
+use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
 use informer_runtime::{FactoryOptions, Selector, WatchListMode, strip_managed_fields_meta};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use k8s_openapi::List;
+use serde::de::DeserializeOwned;
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-async fn decode_ceiling(server: &str, resource: &str) {
+/// The items of a LIST response.
+#[derive(serde::Deserialize)]
+struct Items<T> {
+    items: Vec<T>,
+}
+
+async fn decode_ceiling(server: &str, resource: &str, lean: bool) {
+    match (resource, lean) {
+        ("pods", false) => decode_ceiling_of::<Pod>(server, resource).await,
+        ("pods", true) => decode_ceiling_of::<lean::Pod>(server, resource).await,
+        (_, false) => decode_ceiling_of::<ConfigMap>(server, resource).await,
+        (_, true) => decode_ceiling_of::<lean::ConfigMap>(server, resource).await,
+    }
+}
+
+async fn decode_ceiling_of<T: DeserializeOwned + Send + Sync + 'static>(server: &str, resource: &str) {
     let client = client(server);
     let mut pages = Vec::new();
     let mut cont = String::new();
@@ -36,44 +52,35 @@ async fn decode_ceiling(server: &str, resource: &str) {
         let start = Instant::now();
         n = 0;
         for page in &pages {
-            n += if resource == "pods" {
-                serde_json::from_slice::<List<Pod>>(page).unwrap().items.len()
-            } else {
-                serde_json::from_slice::<List<ConfigMap>>(page).unwrap().items.len()
-            };
+            n += serde_json::from_slice::<Items<T>>(page).unwrap().items.len();
         }
         best = best.min(start.elapsed().as_secs_f64());
     }
     // The live heap of the decoded objects alone, each in an Arc: what any cache of these
     // types must hold at least.
     let heap0 = live_heap();
-    let kept: Vec<std::sync::Arc<dyn std::any::Any>> = pages
-        .iter()
-        .flat_map(|page| -> Vec<std::sync::Arc<dyn std::any::Any>> {
-            if resource == "pods" {
-                serde_json::from_slice::<List<Pod>>(page).unwrap().items.into_iter().map(|p| std::sync::Arc::new(p) as _).collect()
-            } else {
-                serde_json::from_slice::<List<ConfigMap>>(page).unwrap().items.into_iter().map(|c| std::sync::Arc::new(c) as _).collect()
-            }
-        })
-        .collect();
-    let heap = live_heap() - heap0 - (kept.capacity() * std::mem::size_of::<std::sync::Arc<dyn std::any::Any>>()) as isize;
+    let kept: Vec<std::sync::Arc<T>> =
+        pages.iter().flat_map(|page| serde_json::from_slice::<Items<T>>(page).unwrap().items.into_iter().map(std::sync::Arc::new)).collect();
+    let heap = live_heap() - heap0 - (kept.capacity() * std::mem::size_of::<std::sync::Arc<T>>()) as isize;
     println!("{}", serde_json::json!({"client": "serde_json", "n": n, "sync_seconds": best, "bytes": bytes, "heap_bytes": heap}));
 }
 
 /// Lister operations over the synced Pods, timed in loops; prints one JSON line.
-fn lister_ops(lister: &informer_gen_sample::core::v1::pods::PodLister, informer: &informer_runtime::SharedIndexInformer<Pod>) {
+fn lister_ops<K>(name: &str, lister: &informer_runtime::Lister<K>, informer: &informer_runtime::SharedIndexInformer<K>)
+where
+    K: informer_runtime::reexports::kube_core::Resource + Send + Sync + 'static,
+{
     let keys: Vec<(String, String)> = lister
         .list(&Selector::default())
         .iter()
-        .map(|p| (p.metadata.namespace.clone().unwrap(), p.metadata.name.clone().unwrap()))
+        .map(|p| (p.meta().namespace.clone().unwrap(), p.meta().name.clone().unwrap()))
         .collect();
     let iters = 1_000_000;
     let start = Instant::now();
     let mut found = 0usize;
     for i in 0..iters {
         let (ns, name) = &keys[(i * 7919) % keys.len()];
-        found += lister.pods(ns).get(name).is_ok() as usize;
+        found += lister.namespace(ns).get(name).is_ok() as usize;
     }
     let get_ns = start.elapsed().as_nanos() as f64 / iters as f64;
     assert_eq!(found, iters);
@@ -81,7 +88,7 @@ fn lister_ops(lister: &informer_gen_sample::core::v1::pods::PodLister, informer:
     let start = Instant::now();
     let mut listed = 0;
     for _ in 0..rounds {
-        listed += lister.pods("ns-007").list(&Selector::default()).len();
+        listed += lister.namespace("ns-007").list(&Selector::default()).len();
     }
     let ns_list_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     let selector = informer_runtime::parse_label_selector("app=app-7").unwrap();
@@ -99,48 +106,72 @@ fn lister_ops(lister: &informer_gen_sample::core::v1::pods::PodLister, informer:
     let index_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     println!(
         "{}",
-        serde_json::json!({"client": "informer-gen", "get_ns": get_ns, "ns_list_us": ns_list_us, "selector_list_us": selector_us, "index_us": index_us,
+        serde_json::json!({"client": name, "get_ns": get_ns, "ns_list_us": ns_list_us, "selector_list_us": selector_us, "index_us": index_us,
             "ns_items": listed / rounds, "selector_items": selected / (rounds / 10), "index_items": indexed / rounds})
     );
+}
+
+/// Syncs one resource through the informers of a generated module tree (`$gen`), reports,
+/// and runs the lister operations when asked.
+macro_rules! sync {
+    ($gen:path, $name:expr, $strip:expr, $server:expr, $resource:expr, $options:expr) => {{
+        use $gen as generated;
+        use generated::InformerFactoryExt as _;
+        let factory = generated::new_factory(client($server), $options);
+        let (heap0, rss0) = (live_heap(), rss());
+        let start = Instant::now();
+        let n = match $resource {
+            "pods" => {
+                let pods = factory.core().v1().pods();
+                let informer = pods.informer().unwrap();
+                if let Some(strip) = $strip {
+                    informer.set_transform(std::sync::Arc::new(strip)).unwrap();
+                }
+                factory.start().unwrap();
+                factory.wait_for_cache_sync().await;
+                let lister = informer.lister();
+                let n = lister.list(&Selector::default()).len();
+                if flag("--listers") {
+                    let elapsed = start.elapsed().as_secs_f64();
+                    report($name, n, elapsed, live_heap() - heap0, rss() - rss0);
+                    lister_ops($name, &lister, &informer);
+                    std::process::exit(0);
+                }
+                n
+            }
+            "configmaps" => {
+                let cms = factory.core().v1().configmaps();
+                cms.informer().unwrap();
+                factory.start().unwrap();
+                factory.wait_for_cache_sync().await;
+                cms.lister().unwrap().list(&Selector::default()).len()
+            }
+            other => panic!("unknown resource {other}"),
+        };
+        let elapsed = start.elapsed().as_secs_f64();
+        report($name, n, elapsed, live_heap() - heap0, rss() - rss0);
+        std::process::exit(0);
+    }};
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let server = arg("--server").expect("--server URL");
     let resource = arg("--resource").unwrap_or_else(|| "pods".into());
+    let lean = flag("--lean");
     if flag("--decode-ceiling") {
-        return decode_ceiling(&server, &resource).await;
+        return decode_ceiling(&server, &resource, lean).await;
     }
     let watch_list = if flag("--paged-list") { WatchListMode::Never } else { WatchListMode::Auto };
-    let options = FactoryOptions { transform: flag("--strip-managed-fields").then(strip_managed_fields_meta), watch_list, ..Default::default() };
-    let factory = informer_gen_sample::new_factory(client(&server), options);
-    let (heap0, rss0) = (live_heap(), rss());
-    let start = Instant::now();
-    let n = match resource.as_str() {
-        "pods" => {
-            let pods = factory.core().v1().pods();
-            let informer = pods.informer().unwrap();
-            factory.start().unwrap();
-            factory.wait_for_cache_sync().await;
-            let n = pods.lister().unwrap().list(&Selector::default()).len();
-            if flag("--listers") {
-                let elapsed = start.elapsed().as_secs_f64();
-                report("informer-gen", n, elapsed, live_heap() - heap0, rss() - rss0);
-                lister_ops(&pods.lister().unwrap(), &informer);
-                std::process::exit(0);
-            }
-            n
-        }
-        "configmaps" => {
-            let cms = factory.core().v1().configmaps();
-            cms.informer().unwrap();
-            factory.start().unwrap();
-            factory.wait_for_cache_sync().await;
-            cms.lister().unwrap().list(&Selector::default()).len()
-        }
-        other => panic!("unknown resource {other}"),
-    };
-    let elapsed = start.elapsed().as_secs_f64();
-    report("informer-gen", n, elapsed, live_heap() - heap0, rss() - rss0);
-    std::process::exit(0);
+    let strip = flag("--strip-managed-fields");
+    if lean {
+        // Lean roots keep managedFields apart from ObjectMeta; their own transform drops them.
+        let options = FactoryOptions { watch_list, ..Default::default() };
+        let strip = strip.then_some(lean::Pod::without_managed_fields);
+        sync!(informer_gen_tests::lean_builtin, "informer-gen (lean)", strip, &server, resource.as_str(), options)
+    } else {
+        let options = FactoryOptions { transform: strip.then(strip_managed_fields_meta), watch_list, ..Default::default() };
+        let strip: Option<fn(Pod) -> Pod> = None;
+        sync!(informer_gen_sample, "informer-gen", strip, &server, resource.as_str(), options)
+    }
 }

@@ -83,50 +83,72 @@ fn main() {
     go_build(&go_bin);
 
     let mut table = String::new();
-    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); JSON everywhere.\n\n"));
-    table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | ours ÷ it | time to synced | objects/s | ours speed ÷ its |\n|---|---|---|---|---|---|---|---|\n");
+    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere. Ratios are against informer-gen (lean), the first row of each group.\n\n"));
+    table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | lean ÷ it | RSS/object | time to synced | objects/s | lean speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    let ours = here.join("bench-ours");
+    let clients: [(&str, PathBuf, &[&str]); 4] = [
+        ("informer-gen (lean)", ours.clone(), &["--lean"]),
+        ("informer-gen (k8s-openapi)", ours.clone(), &[]),
+        ("client-go", go_bin.join("bench-clientgo"), &[]),
+        ("kube-rs", here.join("bench-kube-rs"), &[]),
+    ];
     for workload in ["configmaps", "pods-shared", "pods-unique"] {
         let resource = if workload == "configmaps" { "configmaps" } else { "pods" };
         let server = replay(&go_bin, workload, n);
         let per_obj = server.bytes / n as f64;
-        let ceiling = run(&here.join("bench-ours"), &["--server", &server.url, "--resource", resource, "--decode-ceiling"]);
-        let ceiling_s = ceiling["sync_seconds"].as_f64().unwrap();
+        let ceiling = |lean: bool| {
+            let mut args = vec!["--server", server.url.as_str(), "--resource", resource, "--decode-ceiling"];
+            if lean {
+                args.push("--lean");
+            }
+            run(&ours, &args)["sync_seconds"].as_f64().unwrap()
+        };
+        let (ceiling_lean, ceiling_k8s) = (ceiling(true), ceiling(false));
         for strip in [false, true] {
+            if strip && resource == "configmaps" {
+                // The ConfigMaps of this workload carry no managedFields.
+                continue;
+            }
             let mut rows = Vec::new();
-            for (name, cmd) in [("informer-gen", here.join("bench-ours")), ("client-go", go_bin.join("bench-clientgo")), ("kube-rs", here.join("bench-kube-rs"))] {
+            for (name, cmd, extra) in &clients {
                 let mut args = vec!["--server", server.url.as_str(), "--resource", resource];
+                args.extend_from_slice(extra);
                 if strip {
-                    args.push(if name == "client-go" { "--strip-managed-fields=true" } else { "--strip-managed-fields" });
+                    args.push(if *name == "client-go" { "--strip-managed-fields=true" } else { "--strip-managed-fields" });
                 }
                 let mut heaps = Vec::new();
+                let mut rsss = Vec::new();
                 let mut times = Vec::new();
                 for _ in 0..runs {
-                    let r = run(&cmd, &args);
+                    let r = run(cmd, &args);
                     assert_eq!(r["n"].as_u64().unwrap() as usize, n, "{name} cached every object");
                     heaps.push(r["heap_bytes"].as_f64().unwrap() / n as f64);
+                    rsss.push(r["rss_bytes"].as_f64().unwrap_or(f64::NAN) / n as f64);
                     times.push(r["sync_seconds"].as_f64().unwrap());
                 }
-                rows.push((name, stats(heaps), stats(times)));
+                rows.push((*name, stats(heaps), stats(rsss), stats(times)));
             }
-            let (ours_heap, ours_time) = (rows[0].1.0, rows[0].2.0);
-            for (name, heap, time) in &rows {
-                let ratio_heap = if *name == "informer-gen" { "—".to_string() } else { format!("{:.2}×", ours_heap / heap.0) };
-                let ratio_speed = if *name == "informer-gen" { "—".to_string() } else { format!("{:.2}×", time.0 / ours_time) };
+            let (ours_heap, ours_time) = (rows[0].1.0, rows[0].3.0);
+            for (i, (name, heap, rss, time)) in rows.iter().enumerate() {
+                let ratio_heap = if i == 0 { "—".to_string() } else { format!("{:.2}×", ours_heap / heap.0) };
+                let ratio_speed = if i == 0 { "—".to_string() } else { format!("{:.2}×", time.0 / ours_time) };
+                let share = match i {
+                    0 if !strip => format!("{:.0}% of {ceiling_lean:.2} s", 100.0 * ceiling_lean / time.0),
+                    1 if !strip => format!("{:.0}% of {ceiling_k8s:.2} s", 100.0 * ceiling_k8s / time.0),
+                    _ => "—".to_string(),
+                };
                 table.push_str(&format!(
-                    "| {workload} ({per_obj:.0} B) | {} | {name} | {:.1} KB ({:.1}–{:.1}) | {ratio_heap} | {:.2} s ({:.2}–{:.2}) | {:.0} | {ratio_speed} |\n",
+                    "| {workload} ({per_obj:.0} B) | {} | {name} | {:.1} KB ({:.1}–{:.1}) | {ratio_heap} | {:.1} KB | {:.2} s ({:.2}–{:.2}) | {:.0} | {ratio_speed} | {share} |\n",
                     if strip { "dropped" } else { "kept" },
-                    heap.0 / 1000.0, heap.1 / 1000.0, heap.2 / 1000.0, time.0, time.1, time.2, n as f64 / time.0
-                ));
-            }
-            if !strip {
-                table.push_str(&format!(
-                    "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling | — | — | {ceiling_s:.2} s | {:.0} ({:.0} MB/s) | ours = {:.0}% of it |\n",
-                    n as f64 / ceiling_s,
-                    server.bytes / ceiling_s / 1e6,
-                    100.0 * ceiling_s / ours_time
+                    heap.0 / 1000.0, heap.1 / 1000.0, heap.2 / 1000.0, rss.0 / 1000.0, time.0, time.1, time.2, n as f64 / time.0
                 ));
             }
         }
+        table.push_str(&format!(
+            "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling (lean types / k8s-openapi types) | — | — | — | {ceiling_lean:.2} s / {ceiling_k8s:.2} s | {:.0} / {:.0} | — | — |\n",
+            n as f64 / ceiling_lean,
+            n as f64 / ceiling_k8s,
+        ));
         eprintln!("{workload}: done");
     }
     // Lister operations over the synced Pods (replicated workload).
@@ -134,11 +156,13 @@ fn main() {
     table.push_str(&format!(
         "\n\nLister operations over {n} Pods (median of {runs} runs, min–max; each run: 1M `get`s by namespace and name in a scattered order, 2,000 namespace lists (100 Pods), 200 selector lists `app=app-7` over all Pods (50 match), 2,000 namespace-index lookups). kube-rs's store has no namespace or custom index: its lists are scans of `state()`.\n\n"
     ));
-    table.push_str("| client | get | ours ÷ it | list namespace | ours ÷ it | selector list | ours ÷ it | index lookup | ours ÷ it |\n|---|---|---|---|---|---|---|---|---|\n");
+    table.push_str("| client | get | lean ÷ it | list namespace | lean ÷ it | selector list | lean ÷ it | index lookup | lean ÷ it |\n|---|---|---|---|---|---|---|---|---|\n");
     let fields = [("get_ns", "ns"), ("ns_list_us", "µs"), ("selector_list_us", "µs"), ("index_us", "µs")];
     let mut medians: Vec<(&str, Vec<Option<(f64, f64, f64)>>)> = Vec::new();
-    for (name, cmd) in [("informer-gen", here.join("bench-ours")), ("client-go", go_bin.join("bench-clientgo")), ("kube-rs", here.join("bench-kube-rs"))] {
-        let results: Vec<Value> = (0..runs).map(|_| run(&cmd, &["--server", &server.url, "--resource", "pods", "--listers"])).collect();
+    for (name, cmd, extra) in &clients {
+        let mut args = vec!["--server", server.url.as_str(), "--resource", "pods", "--listers"];
+        args.extend_from_slice(extra);
+        let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
         let cols = fields.iter().map(|(f, _)| {
             let v: Vec<f64> = results.iter().filter_map(|r| r[*f].as_f64()).collect();
             (!v.is_empty()).then(|| stats(v))
@@ -151,7 +175,7 @@ fn main() {
             let unit = fields[i].1;
             match col {
                 Some((m, lo, hi)) => {
-                    let ratio = match (&medians[0].1[i], *name == "informer-gen") {
+                    let ratio = match (&medians[0].1[i], *name == medians[0].0) {
                         (_, true) => "—".to_string(),
                         (Some(ours), false) => format!("{:.2}×", ours.0 / m),
                         (None, false) => "—".to_string(),
