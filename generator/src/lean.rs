@@ -12,8 +12,8 @@
 //!   equal sub-objects anywhere in the cache are stored once); recursion is fine since
 //!   `Shared` is a pointer;
 //! - a lean root (the resource's own definition) is not interned: it holds `LeanMeta` (the
-//!   k8s-openapi `ObjectMeta`, so `kube::Resource` keeps working, with `managedFields` kept
-//!   lean), implements `kube_core::Resource`, writes `apiVersion`/`kind`, and converts
+//!   k8s-openapi `ObjectMeta`, so `kube::Resource` keeps working, with `managedFields`,
+//!   `annotations` and `ownerReferences` kept lean), implements `kube_core::Resource`, writes `apiVersion`/`kind`, and converts
 //!   losslessly to and from its k8s-openapi type through their shared JSON form.
 //!
 //! Layout: `lean::<path>::<Name>` mirrors k8s-openapi (`io.k8s.api.core.v1.Pod` →
@@ -271,7 +271,8 @@ impl<'a> LeanGen<'a> {
             #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::informer_runtime::reexports::serde::Deserialize)]
             #[serde(crate = #SERDE)]
             pub struct #tid {
-                /// Standard object metadata (`managedFields` in `metadata.managed_fields`, lean).
+                /// Standard object metadata (`managedFields`, `annotations` and `ownerReferences` in
+                /// `LeanMeta`'s own fields, lean).
                 #[serde(default)]
                 pub metadata: ::informer_runtime::lean::LeanMeta,
                 #(#fields)*

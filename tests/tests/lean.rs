@@ -54,7 +54,8 @@ fn pods_round_trip_through_the_lean_layout_and_k8s_openapi() {
         let lean: Pod = serde_json::from_str(&text).unwrap();
         assert_same_json(&serde_json::to_value(&lean).unwrap(), &without_nulls(json), "lean → JSON");
         assert!(lean.metadata.managed_fields.as_ref().is_some_and(|m| m.len() == 2), "managedFields kept");
-        assert!(lean.metadata.object_meta.managed_fields.is_none());
+        assert!(lean.metadata.object_meta.managed_fields.is_none() && lean.metadata.object_meta.annotations.is_none());
+        assert_eq!(lean.metadata.annotations.as_ref().unwrap().get("prometheus.io/port").map(|v| v.as_str()), Some("8080"));
 
         let k8s_pod: k8s::Pod = serde_json::from_str(&text).unwrap();
         let converted = lean.to_k8s().unwrap();

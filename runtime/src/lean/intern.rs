@@ -19,16 +19,32 @@ type Hasher_ = foldhash::fast::FixedState;
 
 const FIRST_SWEEP: usize = 4096;
 
-/// A table of interned values of type `T`.
-pub struct InternTable<T: ?Sized> {
-    inner: Mutex<Inner<T>>,
+/// A table of interned values held through handles of type `H` (hashed and compared by
+/// content).
+pub struct Table<H> {
+    inner: Mutex<Inner<H>>,
 }
 
-struct Inner<T: ?Sized> {
-    set: HashSet<Arc<T>, Hasher_>,
+/// The table of [`Shared`] values of type `T`.
+pub type InternTable<T> = Table<Arc<T>>;
+
+struct Inner<H> {
+    set: HashSet<H, Hasher_>,
     sweep_at: usize,
     hits: u64,
     misses: u64,
+}
+
+/// A handle a [`Table`] can hold and sweep.
+pub trait Held: Clone + Hash + Eq {
+    /// True when this handle is the only reference to its value.
+    fn is_only_reference(&self) -> bool;
+}
+
+impl<T: ?Sized + Hash + Eq> Held for Arc<T> {
+    fn is_only_reference(&self) -> bool {
+        Arc::strong_count(self) == 1
+    }
 }
 
 /// Counters of one table.
@@ -42,18 +58,16 @@ pub struct TableStats {
     pub misses: u64,
 }
 
-impl<T: ?Sized + Hash + Eq> InternTable<T> {
+impl<H: Held> Table<H> {
     /// An empty table (usable in a `static`).
     pub const fn new() -> Self {
-        InternTable {
-            inner: Mutex::new(Inner { set: HashSet::with_hasher(Hasher_::with_seed(0x5eed_1ea4)), sweep_at: FIRST_SWEEP, hits: 0, misses: 0 }),
-        }
+        Table { inner: Mutex::new(Inner { set: HashSet::with_hasher(Hasher_::with_seed(0x5eed_1ea4)), sweep_at: FIRST_SWEEP, hits: 0, misses: 0 }) }
     }
 
-    /// The held `Arc` equal to `key`, or the one `make` builds, now held.
-    pub fn intern<Q>(&self, key: &Q, make: impl FnOnce() -> Arc<T>) -> Arc<T>
+    /// The held handle equal to `key`, or the one `make` builds, now held.
+    pub fn intern<Q>(&self, key: &Q, make: impl FnOnce() -> H) -> H
     where
-        Arc<T>: Borrow<Q>,
+        H: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
         let mut inner = self.inner.lock();
@@ -65,27 +79,12 @@ impl<T: ?Sized + Hash + Eq> InternTable<T> {
         inner.add(make())
     }
 
-    /// The held `Arc` equal to `value`, or `value` itself, now held.
-    pub fn intern_owned(&self, value: T) -> Arc<T>
-    where
-        T: Sized,
-    {
-        let mut inner = self.inner.lock();
-        if let Some(found) = inner.set.get(&value) {
-            let found = found.clone();
-            inner.hits += 1;
-            return found;
-        }
-        inner.add(Arc::new(value))
-    }
-
     /// Drops every entry nobody else references; returns how many are left.
     pub fn sweep(&self) -> usize {
         let mut inner = self.inner.lock();
         // Dropping an entry may release the last outside reference to another one (in
         // another table), so callers sweeping all tables repeat until nothing changes.
-        inner.set.retain(|a| Arc::strong_count(a) > 1);
-        inner.sweep_at = (inner.set.len() * 2).max(FIRST_SWEEP);
+        inner.sweep();
         inner.set.len()
     }
 
@@ -96,19 +95,38 @@ impl<T: ?Sized + Hash + Eq> InternTable<T> {
     }
 }
 
-impl<T: ?Sized + Hash + Eq> Inner<T> {
-    fn add(&mut self, made: Arc<T>) -> Arc<T> {
-        self.misses += 1;
-        self.set.insert(made.clone());
-        if self.set.len() >= self.sweep_at {
-            self.set.retain(|a| Arc::strong_count(a) > 1);
-            self.sweep_at = (self.set.len() * 2).max(FIRST_SWEEP);
+impl<T: Hash + Eq> Table<Arc<T>> {
+    /// The held `Arc` equal to `value`, or `value` itself, now held.
+    pub fn intern_owned(&self, value: T) -> Arc<T> {
+        let mut inner = self.inner.lock();
+        if let Some(found) = inner.set.get(&value) {
+            let found = found.clone();
+            inner.hits += 1;
+            return found;
         }
-        made
+        inner.add(Arc::new(value))
     }
 }
 
-impl<T: ?Sized + Hash + Eq> Default for InternTable<T> {
+impl<H: Held> Inner<H> {
+    fn add(&mut self, made: H) -> H {
+        self.misses += 1;
+        self.set.insert(made.clone());
+        if self.set.len() >= self.sweep_at {
+            self.sweep();
+        }
+        made
+    }
+
+    fn sweep(&mut self) {
+        // Only the table can hand out a new reference, and it is locked: an entry seen as
+        // the only reference stays so until it is dropped here.
+        self.set.retain(|h| !h.is_only_reference());
+        self.sweep_at = (self.set.len() * 2).max(FIRST_SWEEP);
+    }
+}
+
+impl<H: Held> Default for Table<H> {
     fn default() -> Self {
         Self::new()
     }
@@ -180,5 +198,36 @@ impl<T: Serialize> Serialize for Shared<T> {
 impl<'de, T: Interned + Deserialize<'de>> Deserialize<'de> for Shared<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         T::deserialize(d).map(Shared::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_values_are_one_allocation_and_unreferenced_ones_are_swept() {
+        let table: InternTable<(u64, u64)> = InternTable::new();
+        let a = table.intern_owned((1, 2));
+        let b = table.intern_owned((1, 2));
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = table.intern_owned((3, 4));
+        assert_eq!(table.stats(), TableStats { entries: 2, hits: 1, misses: 2 });
+        drop(c);
+        assert_eq!(table.sweep(), 1, "(3, 4) had no reference left but the table's");
+        drop((a, b));
+        assert_eq!(table.sweep(), 0);
+    }
+
+    #[test]
+    fn tables_sweep_by_themselves_when_they_double() {
+        let table: InternTable<u64> = InternTable::new();
+        let kept = table.intern_owned(u64::MAX);
+        for i in 0..(FIRST_SWEEP as u64 * 3) {
+            drop(table.intern_owned(i));
+        }
+        let entries = table.stats().entries;
+        assert!(entries < FIRST_SWEEP, "{entries} entries held after interning and dropping {} values", FIRST_SWEEP * 3);
+        assert!(Arc::ptr_eq(&kept, &table.intern_owned(u64::MAX)), "a referenced value survives sweeps");
     }
 }

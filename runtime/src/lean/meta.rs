@@ -1,10 +1,13 @@
 //! [`LeanMeta`]: object metadata for lean root types — k8s-openapi's `ObjectMeta` (so
-//! `kube::Resource::meta()`, selectors and every `kube` API keep working) with
-//! `managedFields` held apart in the lean form.
+//! `kube::Resource::meta()`, label selectors and every `kube` API keep working) with the
+//! fields the runtime never reads — `managedFields`, `annotations`, `ownerReferences` —
+//! held apart in lean form.
 //!
-//! Invariants: `object_meta.managed_fields` is always `None` after decoding; the entries
-//! are in `managed_fields`, with `fieldsV1` as interned [`RawJson`]. Encoding writes them
-//! back under `metadata.managedFields`, in the field order k8s-openapi writes.
+//! Invariants: after decoding, `object_meta.managed_fields`, `.annotations` and
+//! `.owner_references` are `None`; the values are in the same-named fields of `LeanMeta`
+//! (`fieldsV1` as interned [`RawJson`]). Encoding writes them back into `metadata` (a value
+//! set on `object_meta` is written when the lean field is `None`), in the field order
+//! k8s-openapi writes.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -14,7 +17,7 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{RawJson, Str};
+use super::{InternTable, Interned, Map, RawJson, Shared, Str};
 
 /// One `managedFields` entry, lean.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
@@ -43,7 +46,38 @@ pub struct ManagedFieldsEntry {
     pub time: Option<Str>,
 }
 
-/// `ObjectMeta` with `managedFields` kept lean. Dereferences to the `ObjectMeta`, so
+/// One `ownerReferences` entry, lean (and shared: the Pods of one ReplicaSet hold one).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerReference {
+    /// `apiVersion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<Str>,
+    /// `blockOwnerDeletion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_owner_deletion: Option<bool>,
+    /// `controller`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+    /// `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Str>,
+    /// `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Str>,
+    /// `uid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<Str>,
+}
+
+impl Interned for OwnerReference {
+    fn table() -> &'static InternTable<Self> {
+        static TABLE: InternTable<OwnerReference> = InternTable::new();
+        &TABLE
+    }
+}
+
+/// `ObjectMeta` with `managedFields`, `annotations` and `ownerReferences` kept lean. Dereferences to the `ObjectMeta`, so
 /// `pod.metadata.name` reads as it does on k8s-openapi types.
 #[derive(Clone, PartialEq, Debug, Default)]
 pub struct LeanMeta {
@@ -51,6 +85,10 @@ pub struct LeanMeta {
     pub object_meta: ObjectMeta,
     /// `managedFields`.
     pub managed_fields: Option<Box<[ManagedFieldsEntry]>>,
+    /// `annotations`.
+    pub annotations: Option<Map<Str>>,
+    /// `ownerReferences`.
+    pub owner_references: Option<Box<[Shared<OwnerReference>]>>,
 }
 
 impl LeanMeta {
@@ -85,7 +123,11 @@ impl Serialize for LeanMeta {
                 }
             };
         }
-        opt!("annotations", m.annotations);
+        match (&self.annotations, &m.annotations) {
+            (Some(lean), _) => map.serialize_entry("annotations", lean)?,
+            (None, Some(set)) => map.serialize_entry("annotations", set)?,
+            (None, None) => {}
+        }
         opt!("creationTimestamp", m.creation_timestamp);
         opt!("deletionGracePeriodSeconds", m.deletion_grace_period_seconds);
         opt!("deletionTimestamp", m.deletion_timestamp);
@@ -100,7 +142,11 @@ impl Serialize for LeanMeta {
         }
         opt!("name", m.name);
         opt!("namespace", m.namespace);
-        opt!("ownerReferences", m.owner_references);
+        match (&self.owner_references, &m.owner_references) {
+            (Some(lean), _) => map.serialize_entry("ownerReferences", lean)?,
+            (None, Some(set)) => map.serialize_entry("ownerReferences", set)?,
+            (None, None) => {}
+        }
         opt!("resourceVersion", m.resource_version);
         opt!("selfLink", m.self_link);
         opt!("uid", m.uid);
@@ -121,7 +167,7 @@ impl<'de> Deserialize<'de> for LeanMeta {
                 let m = &mut out.object_meta;
                 while let Some(key) = access.next_key::<std::borrow::Cow<'de, str>>()? {
                     match &*key {
-                        "annotations" => m.annotations = access.next_value()?,
+                        "annotations" => out.annotations = access.next_value()?,
                         "creationTimestamp" => m.creation_timestamp = access.next_value()?,
                         "deletionGracePeriodSeconds" => m.deletion_grace_period_seconds = access.next_value()?,
                         "deletionTimestamp" => m.deletion_timestamp = access.next_value()?,
@@ -134,7 +180,9 @@ impl<'de> Deserialize<'de> for LeanMeta {
                         }
                         "name" => m.name = access.next_value()?,
                         "namespace" => m.namespace = access.next_value()?,
-                        "ownerReferences" => m.owner_references = access.next_value()?,
+                        "ownerReferences" => {
+                            out.owner_references = access.next_value::<Option<Vec<Shared<OwnerReference>>>>()?.map(Vec::into_boxed_slice);
+                        }
                         "resourceVersion" => m.resource_version = access.next_value()?,
                         "selfLink" => m.self_link = access.next_value()?,
                         "uid" => m.uid = access.next_value()?,
@@ -159,7 +207,9 @@ mod tests {
     #[test]
     fn round_trips_and_matches_k8s_openapi() {
         let lean: LeanMeta = serde_json::from_str(META).unwrap();
-        assert!(lean.object_meta.managed_fields.is_none());
+        assert!(lean.object_meta.managed_fields.is_none() && lean.object_meta.annotations.is_none());
+        assert_eq!(lean.annotations.as_ref().unwrap().get("a").map(|v| v.as_str()), Some("1"));
+        assert_eq!(lean.owner_references.as_ref().unwrap()[0].kind.as_deref(), Some("ReplicaSet"));
         let entries = lean.managed_fields.as_deref().unwrap();
         assert_eq!(entries[0].manager.as_deref(), Some("kubectl"));
         assert_eq!(lean.name.as_deref(), Some("web-1"));

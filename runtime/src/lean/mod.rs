@@ -22,7 +22,7 @@ mod raw_json;
 mod str;
 
 pub use int_or_string::IntOrString;
-pub use intern::{InternTable, Interned, Shared, TableStats};
+pub use intern::{Held, InternTable, Interned, Shared, Table, TableStats};
 pub use map::Map;
 pub use meta::{LeanMeta, ManagedFieldsEntry};
 pub use raw_json::RawJson;

@@ -1,33 +1,77 @@
 //! [`Str`]: an interned, immutable string.
 //!
-//! Invariant: every `Str` comes from the one process-wide string table, so equal strings
-//! share one allocation and compare and hash by address.
+//! Invariants: every `Str` comes from the one process-wide string table, so equal strings
+//! share one allocation and compare and hash by address. The allocation is freed when the
+//! last `Str` (the table's included) is dropped; the count is atomic, as in `Arc`.
 
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::sync::Arc;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering, fence};
 
 use serde::de::{Error, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::intern::{InternTable, TableStats};
+use super::intern::{Held, Table, TableStats};
 
-static STRINGS: InternTable<str> = InternTable::new();
+static STRINGS: Table<ByContent> = Table::new();
 
-/// An interned string (16 bytes; the text is stored once per distinct value).
-#[derive(Clone)]
-pub struct Str(Arc<str>);
+/// The start of a string's allocation; the UTF-8 bytes follow it.
+#[repr(C)]
+struct Header {
+    count: AtomicU32,
+    len: u32,
+}
+
+const HEADER: usize = std::mem::size_of::<Header>();
+
+/// An interned string: one pointer (8 bytes, 8 with `Option`), to a count, a length and
+/// the text, stored once per distinct value.
+pub struct Str(NonNull<Header>);
+
+// SAFETY: the text is immutable and the count atomic, as in `Arc<str>`.
+unsafe impl Send for Str {}
+// SAFETY: as above.
+unsafe impl Sync for Str {}
+
+fn layout(len: usize) -> Layout {
+    Layout::from_size_align(HEADER + len, std::mem::align_of::<Header>()).expect("string length fits a Layout")
+}
 
 impl Str {
     /// The interned `s`; allocates only for a string not held yet.
     pub fn new(s: &str) -> Self {
-        Str(STRINGS.intern(s, || Arc::from(s)))
+        STRINGS.intern(s, || ByContent(Str::alloc(s))).0
+    }
+
+    fn alloc(s: &str) -> Self {
+        // Kubernetes objects are at most a few MiB; a 4 GiB string cannot come from one.
+        let len = u32::try_from(s.len()).expect("a string of 4 GiB or more");
+        let layout = layout(s.len());
+        // SAFETY: the layout is never zero-sized (it holds the header); the header and the
+        // bytes are written before the pointer is shared.
+        unsafe {
+            let p = alloc(layout);
+            let Some(header) = NonNull::new(p.cast::<Header>()) else { handle_alloc_error(layout) };
+            header.as_ptr().write(Header { count: AtomicU32::new(1), len });
+            std::ptr::copy_nonoverlapping(s.as_ptr(), p.add(HEADER), s.len());
+            Str(header)
+        }
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the allocation lives while any `Str` points to it.
+        unsafe { self.0.as_ref() }
     }
 
     /// The text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        let len = self.header().len as usize;
+        // SAFETY: `len` UTF-8 bytes were copied from a `&str` right after the header.
+        unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.0.as_ptr().cast::<u8>().add(HEADER), len)) }
     }
 
     /// Counters of the string table.
@@ -35,22 +79,75 @@ impl Str {
         STRINGS.stats()
     }
 
-    /// Sweeps the string table (see [`super::InternTable::sweep`]).
+    /// Sweeps the string table (see [`super::Table::sweep`]).
     pub fn sweep_table() -> usize {
         STRINGS.sweep()
+    }
+}
+
+impl Clone for Str {
+    fn clone(&self) -> Self {
+        let old = self.header().count.fetch_add(1, Ordering::Relaxed);
+        if old > i32::MAX as u32 {
+            // As `Arc` does on overflow: continuing could free a string still in use.
+            std::process::abort();
+        }
+        Str(self.0)
+    }
+}
+
+impl Drop for Str {
+    fn drop(&mut self) {
+        if self.header().count.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        let len = self.header().len as usize;
+        // SAFETY: this was the last reference; the allocation was made with this layout.
+        unsafe { dealloc(self.0.as_ptr().cast::<u8>(), layout(len)) }
+    }
+}
+
+/// A `Str` hashed and compared by its text, as the table holds it.
+#[derive(Clone)]
+struct ByContent(Str);
+
+impl PartialEq for ByContent {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_str() == other.0.as_str()
+    }
+}
+
+impl Eq for ByContent {}
+
+impl Hash for ByContent {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.as_str().hash(state)
+    }
+}
+
+impl Borrow<str> for ByContent {
+    fn borrow(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl Held for ByContent {
+    fn is_only_reference(&self) -> bool {
+        self.0.header().count.load(Ordering::Acquire) == 1
     }
 }
 
 impl Deref for Str {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl AsRef<str> for Str {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
@@ -62,7 +159,7 @@ impl From<&str> for Str {
 
 impl PartialEq for Str {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        self.0 == other.0
     }
 }
 
@@ -70,37 +167,37 @@ impl Eq for Str {}
 
 impl PartialEq<str> for Str {
     fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
+        self.as_str() == other
     }
 }
 
 impl PartialEq<&str> for Str {
     fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
+        self.as_str() == *other
     }
 }
 
 impl Hash for Str {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        std::ptr::hash(Arc::as_ptr(&self.0) as *const u8, state)
+        std::ptr::hash(self.0.as_ptr(), state)
     }
 }
 
 impl fmt::Debug for Str {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl fmt::Display for Str {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.0, f)
+        fmt::Display::fmt(self.as_str(), f)
     }
 }
 
 impl Serialize for Str {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -119,5 +216,28 @@ impl Visitor<'_> for StrVisitor {
 impl<'de> Deserialize<'de> for Str {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_str(StrVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_allocation_per_distinct_string_freed_with_the_last_reference() {
+        assert_eq!(std::mem::size_of::<Option<Str>>(), 8);
+        let a = Str::new("thin-str-test-value");
+        let b = Str::from("thin-str-test-value");
+        assert_eq!(a, b);
+        assert!(std::ptr::eq(a.as_ptr(), b.as_ptr()));
+        assert_eq!(a.as_str(), "thin-str-test-value");
+        assert_ne!(a, Str::new("thin-str-test-other"));
+        assert_eq!(Str::new("").as_str(), "");
+        let c = a.clone();
+        drop((a, b));
+        assert_eq!(c, "thin-str-test-value");
+        let decoded: Str = serde_json::from_str(r#""thin-str-test-value""#).unwrap();
+        assert!(std::ptr::eq(decoded.as_ptr(), c.as_ptr()));
+        assert_eq!(serde_json::to_string(&decoded).unwrap(), r#""thin-str-test-value""#);
     }
 }
