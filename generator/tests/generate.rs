@@ -174,3 +174,40 @@ fn bad_inputs_name_file_and_schema_path_and_write_nothing() {
     );
     expect_error("v1beta1", "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\n", "old.yaml", "", "not supported");
 }
+
+#[test]
+fn lean_layout_output_and_errors() {
+    let swagger = sample_schemas().join("swagger.json");
+    let out = tmp("lean");
+    let mut c = single_file(std::slice::from_ref(&swagger), &out);
+    c.lean_type("io.k8s.api.core.v1.ConfigMap").lean_type("io.k8s.api.core.v1.Pod");
+    let a = c.render().unwrap().files;
+    assert!(a == c.render().unwrap().files, "two lean runs differ");
+    // prettyplease wraps long types: compare without whitespace.
+    let text: String = a[&out.join("informers.rs")].split_whitespace().collect();
+    for needle in [
+        "pub mod lean {",
+        "pub struct Pod {",
+        "pub metadata: ::informer_runtime::lean::LeanMeta,",
+        "pub containers: ::std::option::Option<::std::boxed::Box<[::informer_runtime::lean::Shared<super::super::super::api::core::v1::Container",
+        "impl ::informer_runtime::lean::Interned for Container {",
+        "pub fn to_k8s(",
+        // Time and Quantity are kept as sent; managedFields-style free-form JSON as RawJson.
+        "pub start_time: ::std::option::Option<::informer_runtime::lean::Str>,",
+        "pub requests: ::std::option::Option<::informer_runtime::lean::Map<::informer_runtime::lean::Str",
+        // Types of other modules are reached by relative paths.
+        "::informer_runtime::lean::Shared<super::super::super::apimachinery::pkg::apis::meta::v1::LabelSelector",
+        // The informer of a lean resource caches the lean type; others keep k8s-openapi.
+        "super::super::super::lean::api::core::v1::Pod",
+        "::informer_runtime::reexports::k8s_openapi::api::apps::v1::Deployment",
+    ] {
+        let needle: String = needle.split_whitespace().collect();
+        assert!(text.contains(&needle), "missing {needle}");
+    }
+    assert!(!text.contains("pubstructDeployment{"), "only the reach of the lean roots is emitted");
+
+    let mut bad = single_file(std::slice::from_ref(&swagger), &out);
+    bad.lean_type("io.k8s.api.core.v1.PodSpec");
+    let e = bad.render().unwrap_err().to_string();
+    assert!(e.contains("io.k8s.api.core.v1.PodSpec") && e.contains("no resource with list and watch"), "{e}");
+}
