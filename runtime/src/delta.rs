@@ -38,7 +38,10 @@ pub struct DeletedFinalStateUnknown<K> {
 
 impl<K> Clone for DeletedFinalStateUnknown<K> {
     fn clone(&self) -> Self {
-        DeletedFinalStateUnknown { key: self.key.clone(), obj: self.obj.clone() }
+        DeletedFinalStateUnknown {
+            key: self.key.clone(),
+            obj: self.obj.clone(),
+        }
     }
 }
 
@@ -88,7 +91,11 @@ pub struct Delta<K> {
 
 impl<K> Clone for Delta<K> {
     fn clone(&self) -> Self {
-        Delta { kind: self.kind, key: self.key.clone(), object: self.object.clone() }
+        Delta {
+            kind: self.kind,
+            key: self.key.clone(),
+            object: self.object.clone(),
+        }
     }
 }
 
@@ -122,7 +129,11 @@ impl<K> DeltaObject<K> {
 
 impl<K> Delta<K> {
     pub(crate) fn new(kind: DeltaType, key: ObjectKey, obj: Arc<K>) -> Self {
-        Delta { kind, key, object: DeltaObject::Object(obj) }
+        Delta {
+            kind,
+            key,
+            object: DeltaObject::Object(obj),
+        }
     }
 
     pub(crate) fn tombstone(key: ObjectKey, obj: Arc<K>) -> Self {

@@ -32,7 +32,10 @@ unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+            LIVE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
         }
         p
     }
@@ -46,7 +49,11 @@ pub fn live_heap() -> isize {
 /// Resident set size in bytes.
 pub fn rss() -> isize {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: isize = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: isize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -59,16 +66,139 @@ pub fn client(server: &str) -> kube_client::Client {
 
 /// Prints the result line every client prints.
 pub fn report(client: &str, n: usize, sync_seconds: f64, heap: isize, rss: isize) {
-    println!("{}", serde_json::json!({"client": client, "n": n, "sync_seconds": sync_seconds, "heap_bytes": heap, "rss_bytes": rss}));
+    println!(
+        "{}",
+        serde_json::json!({"client": client, "n": n, "sync_seconds": sync_seconds, "heap_bytes": heap, "rss_bytes": rss})
+    );
 }
 
 /// `--flag value` from the command line.
 pub fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 /// Whether `--flag` is on the command line.
 pub fn flag(name: &str) -> bool {
     std::env::args().any(|a| a == name)
+}
+
+/// The annotation the replay server's churn events carry: the wall clock (Unix nanoseconds)
+/// of the server's write.
+pub const SENT_ANNOTATION: &str = "bench/sent-ns";
+
+/// Wall clock, Unix nanoseconds (the clock the replay server stamps events with).
+pub fn unix_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// User + system CPU seconds of this process so far.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
+}
+
+/// Counts the churn events the handlers of one informer got and, while recording, their
+/// latencies from the server's write. Shared by every handler (`Arc`).
+#[derive(Default)]
+pub struct HandlerCounter {
+    updates: std::sync::atomic::AtomicU64,
+    record: std::sync::atomic::AtomicBool,
+    latencies: std::sync::Mutex<Vec<i64>>,
+}
+
+impl HandlerCounter {
+    /// One handler got a churn event stamped `sent` (the annotation's text); a no-op for
+    /// objects without the stamp.
+    pub fn seen(&self, sent: Option<&str>) {
+        let Some(sent) = sent.and_then(|s| s.parse::<i64>().ok()) else {
+            return;
+        };
+        if self.record.load(Ordering::Relaxed) {
+            let latency = unix_nanos() - sent;
+            self.latencies.lock().unwrap().push(latency);
+        }
+        self.updates.fetch_add(1, Ordering::Release);
+    }
+
+    async fn wait_for(&self, n: u64) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+        while self.updates.load(Ordering::Acquire) < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "handlers got {} of {n} events",
+                self.updates.load(Ordering::Relaxed)
+            );
+            tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+        }
+    }
+}
+
+async fn churn(client: &kube_client::Client, events: usize, rate: usize) {
+    let req = http::Request::get(format!("/churn?events={events}&rate={rate}"))
+        .body(Vec::new())
+        .unwrap();
+    let text = client.request_text(req).await.expect("churn");
+    assert!(text.starts_with("1 "), "churn reached {text:?}");
+}
+
+/// What `--handlers`, `--events`, `--paced-events` and `--rate` ask for.
+pub struct EventArgs {
+    /// Handlers registered before the informer starts.
+    pub handlers: usize,
+    /// Events churned as fast as possible (throughput, CPU).
+    pub events: usize,
+    /// Events churned at `rate` per second afterwards (latency).
+    pub paced: usize,
+    /// Rate of the paced events.
+    pub rate: usize,
+}
+
+impl EventArgs {
+    /// From the command line; `None` without `--handlers` and `--events`.
+    pub fn from_args() -> Option<Self> {
+        let num = |name: &str, default: usize| {
+            arg(name).map(|s| s.parse().expect(name)).unwrap_or(default)
+        };
+        let (handlers, events) = (num("--handlers", 0), num("--events", 0));
+        (handlers > 0 && events > 0).then(|| EventArgs {
+            handlers,
+            events,
+            paced: num("--paced-events", 0),
+            rate: num("--rate", 1000),
+        })
+    }
+}
+
+/// Times watch events to the handlers once the informer has synced: throughput and CPU at
+/// full speed, then latency from the server's write to the handler at a set rate. Prints one
+/// JSON line.
+pub async fn event_ops(name: &str, server: &str, counter: &HandlerCounter, args: &EventArgs) {
+    let client = client(server);
+    let (cpu0, start) = (cpu_seconds(), std::time::Instant::now());
+    churn(&client, args.events, 0).await;
+    counter.wait_for((args.events * args.handlers) as u64).await;
+    let (elapsed, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+    let mut result = serde_json::json!({"client": name, "handlers": args.handlers, "events": args.events,
+        "events_per_s": args.events as f64 / elapsed, "cpu_s_per_million": cpu / args.events as f64 * 1e6});
+    if args.paced > 0 {
+        counter.updates.store(0, Ordering::Release);
+        counter.record.store(true, Ordering::Relaxed);
+        churn(&client, args.paced, args.rate).await;
+        counter.wait_for((args.paced * args.handlers) as u64).await;
+        let mut l = counter.latencies.lock().unwrap().clone();
+        l.sort_unstable();
+        result["p50_us"] = (l[l.len() / 2] as f64 / 1e3).into();
+        result["p99_us"] = (l[l.len() * 99 / 100] as f64 / 1e3).into();
+        result["paced_rate"] = args.rate.into();
+    }
+    println!("{result}");
 }

@@ -4,7 +4,10 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use informer_gen_bench::{CountingAlloc, arg, client, flag, live_heap, report, rss};
+use informer_gen_bench::{
+    CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag,
+    live_heap, report, rss,
+};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube_client::Api;
 use kube_client::core::Resource;
@@ -13,37 +16,110 @@ use kube_runtime::{WatchStreamExt, reflector, watcher};
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-async fn run<K>(api: Api<K>, strip: bool) -> (usize, reflector::Store<K>)
+async fn run<K>(
+    api: Api<K>,
+    strip: bool,
+    server: &str,
+    start: Instant,
+    heap0: isize,
+    rss0: isize,
+) -> (usize, reflector::Store<K>)
 where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let stream = watcher(api, watcher::Config::default())
-        .modify(move |o: &mut K| {
-            if strip {
-                o.meta_mut().managed_fields = None;
+    let modify = move |o: &mut K| {
+        if strip {
+            o.meta_mut().managed_fields = None;
+        }
+    };
+    let Some(args) = EventArgs::from_args() else {
+        let (reader, writer) = reflector::store();
+        let stream = watcher(api, watcher::Config::default())
+            .modify(modify)
+            .reflect(writer)
+            .applied_objects();
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while stream.next().await.is_some() {}
+        });
+        reader.wait_until_ready().await.unwrap();
+        return (reader.state().len(), reader);
+    };
+    // Handlers, as kube-rs offers them: subscribers of a shared reflector, each its own task.
+    // They get every object of the initial list first, then every applied object.
+    let (reader, writer) = reflector::store_shared(args.events.max(1024));
+    let counter = std::sync::Arc::new(HandlerCounter::default());
+    let initial = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for _ in 0..args.handlers {
+        let mut handle: reflector::ReflectHandle<K> = writer.subscribe().unwrap();
+        let (counter, initial) = (counter.clone(), initial.clone());
+        tokio::spawn(async move {
+            while let Some(obj) = handle.next().await {
+                match obj
+                    .meta()
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(SENT_ANNOTATION))
+                {
+                    Some(sent) => counter.seen(Some(sent)),
+                    None => {
+                        initial.fetch_add(1, std::sync::atomic::Ordering::Release);
+                    }
+                }
             }
-        })
-        .reflect(writer)
+        });
+    }
+    let stream = watcher(api, watcher::Config::default())
+        .modify(modify)
+        .reflect_shared(writer)
         .applied_objects();
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while stream.next().await.is_some() {}
     });
     reader.wait_until_ready().await.unwrap();
-    (reader.state().len(), reader)
+    let n = reader.state().len();
+    report(
+        "kube-rs",
+        n,
+        start.elapsed().as_secs_f64(),
+        live_heap() - heap0,
+        rss() - rss0,
+    );
+    while initial.load(std::sync::atomic::Ordering::Acquire) < n * args.handlers {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    event_ops("kube-rs", server, &counter, &args).await;
+    std::process::exit(0);
 }
 
 /// The same lister operations as ours, as a kube-rs user writes them over the reflector
 /// store (it has a key lookup but no namespace or custom index: those are scans).
 fn lister_ops(reader: &reflector::Store<Pod>) {
-    let keys: Vec<(String, String)> = reader.state().iter().map(|p| (p.metadata.namespace.clone().unwrap(), p.metadata.name.clone().unwrap())).collect();
+    let keys: Vec<(String, String)> = reader
+        .state()
+        .iter()
+        .map(|p| {
+            (
+                p.metadata.namespace.clone().unwrap(),
+                p.metadata.name.clone().unwrap(),
+            )
+        })
+        .collect();
     let iters = 1_000_000;
     let start = Instant::now();
     let mut found = 0usize;
     for i in 0..iters {
         let (ns, name) = &keys[(i * 7919) % keys.len()];
-        found += reader.get(&reflector::ObjectRef::new(name).within(ns)).is_some() as usize;
+        found += reader
+            .get(&reflector::ObjectRef::new(name).within(ns))
+            .is_some() as usize;
     }
     let get_ns = start.elapsed().as_nanos() as f64 / iters as f64;
     assert_eq!(found, iters);
@@ -51,13 +127,27 @@ fn lister_ops(reader: &reflector::Store<Pod>) {
     let start = Instant::now();
     let mut listed = 0;
     for _ in 0..rounds {
-        listed += reader.state().into_iter().filter(|p| p.metadata.namespace.as_deref() == Some("ns-007")).count();
+        listed += reader
+            .state()
+            .into_iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some("ns-007"))
+            .count();
     }
     let ns_list_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     let start = Instant::now();
     let mut selected = 0;
     for _ in 0..rounds {
-        selected += reader.state().into_iter().filter(|p| p.metadata.labels.as_ref().and_then(|l| l.get("app")).is_some_and(|a| a == "app-7")).count();
+        selected += reader
+            .state()
+            .into_iter()
+            .filter(|p| {
+                p.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("app"))
+                    .is_some_and(|a| a == "app-7")
+            })
+            .count();
     }
     let selector_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     println!(
@@ -76,15 +166,33 @@ async fn main() {
     let start = Instant::now();
     let n = match arg("--resource").as_deref().unwrap_or("pods") {
         "pods" => {
-            let (n, reader) = run(Api::<Pod>::all(client), strip).await;
+            let (n, reader) =
+                run(Api::<Pod>::all(client), strip, &server, start, heap0, rss0).await;
             if flag("--listers") {
-                report("kube-rs", n, start.elapsed().as_secs_f64(), live_heap() - heap0, rss() - rss0);
+                report(
+                    "kube-rs",
+                    n,
+                    start.elapsed().as_secs_f64(),
+                    live_heap() - heap0,
+                    rss() - rss0,
+                );
                 lister_ops(&reader);
                 std::process::exit(0);
             }
             n
         }
-        "configmaps" => run(Api::<ConfigMap>::all(client), strip).await.0,
+        "configmaps" => {
+            run(
+                Api::<ConfigMap>::all(client),
+                strip,
+                &server,
+                start,
+                heap0,
+                rss0,
+            )
+            .await
+            .0
+        }
         other => panic!("unknown resource {other}"),
     };
     let elapsed = start.elapsed().as_secs_f64();

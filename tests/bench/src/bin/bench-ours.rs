@@ -6,9 +6,15 @@
 
 use std::time::Instant;
 
-use informer_gen_bench::{CountingAlloc, arg, client, flag, live_heap, report, rss};
+use informer_gen_bench::{
+    CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag,
+    live_heap, report, rss,
+};
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
-use informer_runtime::{FactoryOptions, Selector, WatchListMode, strip_managed_fields_meta};
+use informer_runtime::{
+    Event, FactoryOptions, HandlerFn, HandlerRegistration, Selector, SharedIndexInformer,
+    WatchListMode, strip_managed_fields_meta,
+};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use serde::de::DeserializeOwned;
 
@@ -30,12 +36,17 @@ async fn decode_ceiling(server: &str, resource: &str, lean: bool) {
     }
 }
 
-async fn decode_ceiling_of<T: DeserializeOwned + Send + Sync + 'static>(server: &str, resource: &str) {
+async fn decode_ceiling_of<T: DeserializeOwned + Send + Sync + 'static>(
+    server: &str,
+    resource: &str,
+) {
     let client = client(server);
     let mut pages = Vec::new();
     let mut cont = String::new();
     loop {
-        let req = http::Request::get(format!("/api/v1/{resource}?limit=500&continue={cont}")).body(Vec::new()).unwrap();
+        let req = http::Request::get(format!("/api/v1/{resource}?limit=500&continue={cont}"))
+            .body(Vec::new())
+            .unwrap();
         let text = client.request_text(req).await.unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let next = v["metadata"]["continue"].as_str().unwrap_or("").to_string();
@@ -52,28 +63,135 @@ async fn decode_ceiling_of<T: DeserializeOwned + Send + Sync + 'static>(server: 
         let start = Instant::now();
         n = 0;
         for page in &pages {
-            n += serde_json::from_slice::<Items<T>>(page).unwrap().items.len();
+            n += serde_json::from_slice::<Items<T>>(page)
+                .unwrap()
+                .items
+                .len();
         }
         best = best.min(start.elapsed().as_secs_f64());
     }
     // The live heap of the decoded objects alone, each in an Arc: what any cache of these
     // types must hold at least.
     let heap0 = live_heap();
-    let kept: Vec<std::sync::Arc<T>> =
-        pages.iter().flat_map(|page| serde_json::from_slice::<Items<T>>(page).unwrap().items.into_iter().map(std::sync::Arc::new)).collect();
-    let heap = live_heap() - heap0 - (kept.capacity() * std::mem::size_of::<std::sync::Arc<T>>()) as isize;
-    println!("{}", serde_json::json!({"client": "serde_json", "n": n, "sync_seconds": best, "bytes": bytes, "heap_bytes": heap}));
+    let kept: Vec<std::sync::Arc<T>> = pages
+        .iter()
+        .flat_map(|page| {
+            serde_json::from_slice::<Items<T>>(page)
+                .unwrap()
+                .items
+                .into_iter()
+                .map(std::sync::Arc::new)
+        })
+        .collect();
+    let heap =
+        live_heap() - heap0 - (kept.capacity() * std::mem::size_of::<std::sync::Arc<T>>()) as isize;
+    println!(
+        "{}",
+        serde_json::json!({"client": "serde_json", "n": n, "sync_seconds": best, "bytes": bytes, "heap_bytes": heap})
+    );
+}
+
+/// The replay server's churn stamp on an object, for the event handlers.
+trait Stamped {
+    fn sent(&self) -> Option<&str>;
+}
+
+impl Stamped for Pod {
+    fn sent(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(SENT_ANNOTATION)
+            .map(String::as_str)
+    }
+}
+
+impl Stamped for ConfigMap {
+    fn sent(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(SENT_ANNOTATION)
+            .map(String::as_str)
+    }
+}
+
+impl Stamped for lean::Pod {
+    fn sent(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(SENT_ANNOTATION)
+            .map(|s| s.as_str())
+    }
+}
+
+impl Stamped for lean::ConfigMap {
+    fn sent(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(SENT_ANNOTATION)
+            .map(|s| s.as_str())
+    }
+}
+
+/// Registers `n` handlers that count churn updates (each on its own queue and thread, as
+/// every handler is).
+fn add_handlers<
+    K: Stamped + informer_runtime::reexports::kube_core::Resource + Send + Sync + 'static,
+>(
+    informer: &SharedIndexInformer<K>,
+    n: usize,
+) -> (std::sync::Arc<HandlerCounter>, Vec<HandlerRegistration>) {
+    let counter = std::sync::Arc::new(HandlerCounter::default());
+    let registrations = (0..n)
+        .map(|_| {
+            let counter = counter.clone();
+            informer
+                .add_event_handler(HandlerFn(move |event: &Event<K>| {
+                    if let Event::Update { new, .. } = event {
+                        counter.seen(new.sent());
+                    }
+                }))
+                .unwrap()
+        })
+        .collect();
+    (counter, registrations)
+}
+
+/// After sync: waits for the handlers' initial events, then times churn events.
+async fn run_events(
+    name: &str,
+    server: &str,
+    handlers: Option<(std::sync::Arc<HandlerCounter>, Vec<HandlerRegistration>)>,
+) {
+    let (Some((counter, registrations)), Some(args)) = (handlers, EventArgs::from_args()) else {
+        return;
+    };
+    while !registrations.iter().all(HandlerRegistration::has_synced) {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    event_ops(name, server, &counter, &args).await;
 }
 
 /// Lister operations over the synced Pods, timed in loops; prints one JSON line.
-fn lister_ops<K>(name: &str, lister: &informer_runtime::Lister<K>, informer: &informer_runtime::SharedIndexInformer<K>)
-where
+fn lister_ops<K>(
+    name: &str,
+    lister: &informer_runtime::Lister<K>,
+    informer: &informer_runtime::SharedIndexInformer<K>,
+) where
     K: informer_runtime::reexports::kube_core::Resource + Send + Sync + 'static,
 {
     let keys: Vec<(String, String)> = lister
         .list(&Selector::default())
         .iter()
-        .map(|p| (p.meta().namespace.clone().unwrap(), p.meta().name.clone().unwrap()))
+        .map(|p| {
+            (
+                p.meta().namespace.clone().unwrap(),
+                p.meta().name.clone().unwrap(),
+            )
+        })
         .collect();
     let iters = 1_000_000;
     let start = Instant::now();
@@ -101,7 +219,11 @@ where
     let start = Instant::now();
     let mut indexed = 0;
     for _ in 0..rounds {
-        indexed += informer.indexer().by_index(informer_runtime::NAMESPACE_INDEX, "ns-007").unwrap().len();
+        indexed += informer
+            .indexer()
+            .by_index(informer_runtime::NAMESPACE_INDEX, "ns-007")
+            .unwrap()
+            .len();
     }
     let index_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     println!(
@@ -115,8 +237,8 @@ where
 /// and runs the lister operations when asked.
 macro_rules! sync {
     ($gen:path, $name:expr, $strip:expr, $server:expr, $resource:expr, $options:expr) => {{
-        use $gen as generated;
         use generated::InformerFactoryExt as _;
+        use $gen as generated;
         let factory = generated::new_factory(client($server), $options);
         let (heap0, rss0) = (live_heap(), rss());
         let start = Instant::now();
@@ -127,10 +249,22 @@ macro_rules! sync {
                 if let Some(strip) = $strip {
                     informer.set_transform(std::sync::Arc::new(strip)).unwrap();
                 }
+                let handlers = EventArgs::from_args().map(|a| add_handlers(&informer, a.handlers));
                 factory.start().unwrap();
                 factory.wait_for_cache_sync().await;
                 let lister = informer.lister();
                 let n = lister.list(&Selector::default()).len();
+                if handlers.is_some() {
+                    report(
+                        $name,
+                        n,
+                        start.elapsed().as_secs_f64(),
+                        live_heap() - heap0,
+                        rss() - rss0,
+                    );
+                    run_events($name, $server, handlers).await;
+                    std::process::exit(0);
+                }
                 if flag("--listers") {
                     let elapsed = start.elapsed().as_secs_f64();
                     report($name, n, elapsed, live_heap() - heap0, rss() - rss0);
@@ -141,10 +275,23 @@ macro_rules! sync {
             }
             "configmaps" => {
                 let cms = factory.core().v1().configmaps();
-                cms.informer().unwrap();
+                let informer = cms.informer().unwrap();
+                let handlers = EventArgs::from_args().map(|a| add_handlers(&informer, a.handlers));
                 factory.start().unwrap();
                 factory.wait_for_cache_sync().await;
-                cms.lister().unwrap().list(&Selector::default()).len()
+                let n = cms.lister().unwrap().list(&Selector::default()).len();
+                if handlers.is_some() {
+                    report(
+                        $name,
+                        n,
+                        start.elapsed().as_secs_f64(),
+                        live_heap() - heap0,
+                        rss() - rss0,
+                    );
+                    run_events($name, $server, handlers).await;
+                    std::process::exit(0);
+                }
+                n
             }
             other => panic!("unknown resource {other}"),
         };
@@ -162,16 +309,41 @@ async fn main() {
     if flag("--decode-ceiling") {
         return decode_ceiling(&server, &resource, lean).await;
     }
-    let watch_list = if flag("--paged-list") { WatchListMode::Never } else { WatchListMode::Auto };
+    let watch_list = if flag("--paged-list") {
+        WatchListMode::Never
+    } else {
+        WatchListMode::Auto
+    };
     let strip = flag("--strip-managed-fields");
     if lean {
         // Lean roots keep managedFields apart from ObjectMeta; their own transform drops them.
-        let options = FactoryOptions { watch_list, ..Default::default() };
+        let options = FactoryOptions {
+            watch_list,
+            ..Default::default()
+        };
         let strip = strip.then_some(lean::Pod::without_managed_fields);
-        sync!(informer_gen_tests::lean_builtin, "informer-gen (lean)", strip, &server, resource.as_str(), options)
+        sync!(
+            informer_gen_tests::lean_builtin,
+            "informer-gen (lean)",
+            strip,
+            &server,
+            resource.as_str(),
+            options
+        )
     } else {
-        let options = FactoryOptions { transform: strip.then(strip_managed_fields_meta), watch_list, ..Default::default() };
+        let options = FactoryOptions {
+            transform: strip.then(strip_managed_fields_meta),
+            watch_list,
+            ..Default::default()
+        };
         let strip: Option<fn(Pod) -> Pod> = None;
-        sync!(informer_gen_sample, "informer-gen", strip, &server, resource.as_str(), options)
+        sync!(
+            informer_gen_sample,
+            "informer-gen",
+            strip,
+            &server,
+            resource.as_str(),
+            options
+        )
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
+//!     [--sections sync,listers,events] [--events N] [--paced-events 3000] [--rate 1000]
 //! ```
 
 use std::io::{BufRead, BufReader};
@@ -14,7 +15,10 @@ use informer_gen_bench::arg;
 use serde_json::Value;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn go_build(out: &Path) {
@@ -52,17 +56,31 @@ fn replay(bin: &Path, workload: &str, n: usize) -> Replay {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = lines.next().unwrap().unwrap().trim_start_matches("listening ").to_string();
+    let url = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .trim_start_matches("listening ")
+        .to_string();
     let sizes = lines.next().unwrap().unwrap();
     let bytes: f64 = sizes.rsplit(' ').next().unwrap().parse().unwrap();
     Replay { child, url, bytes }
 }
 
 fn run(cmd: &Path, args: &[&str]) -> Value {
-    let out = Command::new(cmd).args(args).stderr(Stdio::inherit()).output().unwrap();
+    let out = Command::new(cmd)
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{} {args:?} failed", cmd.display());
     let text = String::from_utf8(out.stdout).unwrap();
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+/// Whether `--sections` (comma-separated; default: all) asks for `name`.
+fn section(name: &str) -> bool {
+    arg("--sections").is_none_or(|s| s.split(',').any(|x| x == name))
 }
 
 /// Median, min and max.
@@ -74,17 +92,22 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
 fn main() {
     let n: usize = arg("--n").map(|s| s.parse().unwrap()).unwrap_or(10_000);
     let runs: usize = arg("--runs").map(|s| s.parse().unwrap()).unwrap_or(5);
-    let here = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    let here = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
     if !here.join("bench-ours").exists() || !here.join("bench-kube-rs").exists() {
-        let status = Command::new(env!("CARGO")).args(["build", "--release", "-p", "informer-gen-bench", "--bins"]).status().unwrap();
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--release", "-p", "informer-gen-bench", "--bins"])
+            .status()
+            .unwrap();
         assert!(status.success());
     }
     let go_bin = root().join("target/bench-go");
     go_build(&go_bin);
 
     let mut table = String::new();
-    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere. Ratios are against informer-gen (lean), the first row of each group.\n\n"));
-    table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | lean ÷ it | RSS/object | time to synced | objects/s | lean speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
     let ours = here.join("bench-ours");
     let clients: [(&str, PathBuf, &[&str]); 4] = [
         ("informer-gen (lean)", ours.clone(), &["--lean"]),
@@ -92,16 +115,69 @@ fn main() {
         ("client-go", go_bin.join("bench-clientgo"), &[]),
         ("kube-rs", here.join("bench-kube-rs"), &[]),
     ];
+    if section("sync") {
+        sync_table(&mut table, &go_bin, &ours, &clients, n, runs);
+    }
+    if section("listers") {
+        lister_table(&mut table, &go_bin, &clients, n, runs);
+    }
+    if section("events") {
+        event_table(&mut table, &go_bin, &clients, n, runs);
+    }
+    println!("{table}");
+    if let Some(out) = arg("--out") {
+        let machine = format!(
+            "Machine: {} cores, {} (`/proc/cpuinfo`), {}.\n",
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            std::fs::read_to_string("/proc/cpuinfo")
+                .unwrap_or_default()
+                .lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .unwrap_or("?")
+                .trim(),
+            String::from_utf8(Command::new("go").arg("version").output().unwrap().stdout)
+                .unwrap()
+                .trim()
+        );
+        std::fs::write(out, format!("{machine}\n{table}")).unwrap();
+    }
+}
+
+type Clients<'a> = [(&'a str, PathBuf, &'a [&'a str]); 4];
+
+fn sync_table(
+    table: &mut String,
+    go_bin: &Path,
+    ours: &Path,
+    clients: &Clients,
+    n: usize,
+    runs: usize,
+) {
+    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere. Ratios are against informer-gen (lean), the first row of each group.\n\n"));
+    table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | lean ÷ it | RSS/object | time to synced | objects/s | lean speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for workload in ["configmaps", "pods-shared", "pods-unique"] {
-        let resource = if workload == "configmaps" { "configmaps" } else { "pods" };
-        let server = replay(&go_bin, workload, n);
+        let resource = if workload == "configmaps" {
+            "configmaps"
+        } else {
+            "pods"
+        };
+        let server = replay(go_bin, workload, n);
         let per_obj = server.bytes / n as f64;
         let ceiling = |lean: bool| {
-            let mut args = vec!["--server", server.url.as_str(), "--resource", resource, "--decode-ceiling"];
+            let mut args = vec![
+                "--server",
+                server.url.as_str(),
+                "--resource",
+                resource,
+                "--decode-ceiling",
+            ];
             if lean {
                 args.push("--lean");
             }
-            run(&ours, &args)["sync_seconds"].as_f64().unwrap()
+            run(ours, &args)["sync_seconds"].as_f64().unwrap()
         };
         let (ceiling_lean, ceiling_k8s) = (ceiling(true), ceiling(false));
         for strip in [false, true] {
@@ -110,18 +186,26 @@ fn main() {
                 continue;
             }
             let mut rows = Vec::new();
-            for (name, cmd, extra) in &clients {
+            for (name, cmd, extra) in clients {
                 let mut args = vec!["--server", server.url.as_str(), "--resource", resource];
                 args.extend_from_slice(extra);
                 if strip {
-                    args.push(if *name == "client-go" { "--strip-managed-fields=true" } else { "--strip-managed-fields" });
+                    args.push(if *name == "client-go" {
+                        "--strip-managed-fields=true"
+                    } else {
+                        "--strip-managed-fields"
+                    });
                 }
                 let mut heaps = Vec::new();
                 let mut rsss = Vec::new();
                 let mut times = Vec::new();
                 for _ in 0..runs {
                     let r = run(cmd, &args);
-                    assert_eq!(r["n"].as_u64().unwrap() as usize, n, "{name} cached every object");
+                    assert_eq!(
+                        r["n"].as_u64().unwrap() as usize,
+                        n,
+                        "{name} cached every object"
+                    );
                     heaps.push(r["heap_bytes"].as_f64().unwrap() / n as f64);
                     rsss.push(r["rss_bytes"].as_f64().unwrap_or(f64::NAN) / n as f64);
                     times.push(r["sync_seconds"].as_f64().unwrap());
@@ -130,11 +214,24 @@ fn main() {
             }
             let (ours_heap, ours_time) = (rows[0].1.0, rows[0].3.0);
             for (i, (name, heap, rss, time)) in rows.iter().enumerate() {
-                let ratio_heap = if i == 0 { "—".to_string() } else { format!("{:.2}×", ours_heap / heap.0) };
-                let ratio_speed = if i == 0 { "—".to_string() } else { format!("{:.2}×", time.0 / ours_time) };
+                let ratio_heap = if i == 0 {
+                    "—".to_string()
+                } else {
+                    format!("{:.2}×", ours_heap / heap.0)
+                };
+                let ratio_speed = if i == 0 {
+                    "—".to_string()
+                } else {
+                    format!("{:.2}×", time.0 / ours_time)
+                };
                 let share = match i {
-                    0 if !strip => format!("{:.0}% of {ceiling_lean:.2} s", 100.0 * ceiling_lean / time.0),
-                    1 if !strip => format!("{:.0}% of {ceiling_k8s:.2} s", 100.0 * ceiling_k8s / time.0),
+                    0 if !strip => format!(
+                        "{:.0}% of {ceiling_lean:.2} s",
+                        100.0 * ceiling_lean / time.0
+                    ),
+                    1 if !strip => {
+                        format!("{:.0}% of {ceiling_k8s:.2} s", 100.0 * ceiling_k8s / time.0)
+                    }
                     _ => "—".to_string(),
                 };
                 table.push_str(&format!(
@@ -151,16 +248,30 @@ fn main() {
         ));
         eprintln!("{workload}: done");
     }
+}
+
+fn lister_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, runs: usize) {
     // Lister operations over the synced Pods (replicated workload).
-    let server = replay(&go_bin, "pods-shared", n);
+    let server = replay(go_bin, "pods-shared", n);
     table.push_str(&format!(
         "\n\nLister operations over {n} Pods (median of {runs} runs, min–max; each run: 1M `get`s by namespace and name in a scattered order, 2,000 namespace lists (100 Pods), 200 selector lists `app=app-7` over all Pods (50 match), 2,000 namespace-index lookups). kube-rs's store has no namespace or custom index: its lists are scans of `state()`.\n\n"
     ));
     table.push_str("| client | get | lean ÷ it | list namespace | lean ÷ it | selector list | lean ÷ it | index lookup | lean ÷ it |\n|---|---|---|---|---|---|---|---|---|\n");
-    let fields = [("get_ns", "ns"), ("ns_list_us", "µs"), ("selector_list_us", "µs"), ("index_us", "µs")];
+    let fields = [
+        ("get_ns", "ns"),
+        ("ns_list_us", "µs"),
+        ("selector_list_us", "µs"),
+        ("index_us", "µs"),
+    ];
     let mut medians: Vec<(&str, Vec<Option<(f64, f64, f64)>>)> = Vec::new();
-    for (name, cmd, extra) in &clients {
-        let mut args = vec!["--server", server.url.as_str(), "--resource", "pods", "--listers"];
+    for (name, cmd, extra) in clients {
+        let mut args = vec![
+            "--server",
+            server.url.as_str(),
+            "--resource",
+            "pods",
+            "--listers",
+        ];
         args.extend_from_slice(extra);
         let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
         let cols = fields.iter().map(|(f, _)| {
@@ -189,14 +300,60 @@ fn main() {
         table.push('\n');
     }
     drop(server);
-    println!("{table}");
-    if let Some(out) = arg("--out") {
-        let machine = format!(
-            "Machine: {} cores, {} (`/proc/cpuinfo`), {}.\n",
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-            std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default().lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).unwrap_or("?").trim(),
-            String::from_utf8(Command::new("go").arg("version").output().unwrap().stdout).unwrap().trim()
-        );
-        std::fs::write(out, format!("{machine}\n{table}")).unwrap();
+}
+
+/// Watch events to 1, 4 and 16 handlers: `--events` (default N) MODIFIED Pods as fast as the
+/// server writes them (throughput, CPU), then `--paced-events` (default 3,000) at `--rate`
+/// (default 1,000/s) for latency from the server's write to each handler.
+fn event_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, runs: usize) {
+    let events = arg("--events").unwrap_or_else(|| n.to_string());
+    let paced = arg("--paced-events").unwrap_or_else(|| "3000".into());
+    let rate = arg("--rate").unwrap_or_else(|| "1000".into());
+    table.push_str(&format!(
+        "\n\nWatch events over {n} synced Pods (pods-shared), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours and client-go's are event handlers (a queue each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each.\n\n"
+    ));
+    table.push_str("| handlers | client | events/s | lean ÷ it | CPU s per 1M events | lean ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|\n");
+    let server = replay(go_bin, "pods-shared", n);
+    for handlers in ["1", "4", "16"] {
+        let mut rows = Vec::new();
+        for (name, cmd, extra) in clients {
+            let mut args = vec![
+                "--server",
+                server.url.as_str(),
+                "--resource",
+                "pods",
+                "--handlers",
+                handlers,
+                "--events",
+                &events,
+            ];
+            args.extend(["--paced-events", &paced, "--rate", &rate]);
+            args.extend_from_slice(extra);
+            let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
+            let col = |f: &str| stats(results.iter().map(|r| r[f].as_f64().expect(f)).collect());
+            rows.push((
+                *name,
+                col("events_per_s"),
+                col("cpu_s_per_million"),
+                col("p50_us"),
+                col("p99_us"),
+            ));
+        }
+        let (lean_rate, lean_cpu) = (rows[0].1.0, rows[0].2.0);
+        for (i, (name, eps, cpu, p50, p99)) in rows.iter().enumerate() {
+            let (r_eps, r_cpu) = if i == 0 {
+                ("—".to_string(), "—".to_string())
+            } else {
+                (
+                    format!("{:.2}×", lean_rate / eps.0),
+                    format!("{:.2}×", lean_cpu / cpu.0),
+                )
+            };
+            table.push_str(&format!(
+                "| {handlers} | {name} | {:.0} ({:.0}–{:.0}) | {r_eps} | {:.0} ({:.0}–{:.0}) | {r_cpu} | {:.0} µs ({:.0}–{:.0}) | {:.0} µs ({:.0}–{:.0}) |\n",
+                eps.0, eps.1, eps.2, cpu.0, cpu.1, cpu.2, p50.0, p50.1, p50.2, p99.0, p99.1, p99.2
+            ));
+        }
+        eprintln!("events to {handlers} handlers: done");
     }
 }

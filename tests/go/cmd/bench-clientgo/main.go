@@ -8,10 +8,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +49,10 @@ func main() {
 	resource := flag.String("resource", "pods", "pods | configmaps")
 	strip := flag.Bool("strip-managed-fields", false, "drop metadata.managedFields in a transform")
 	listers := flag.Bool("listers", false, "after sync, time lister operations (pods)")
+	handlers := flag.Int("handlers", 0, "event handlers to register; with --events, time watch events")
+	events := flag.Int("events", 0, "after sync, churn this many events as fast as possible (throughput, CPU)")
+	paced := flag.Int("paced-events", 0, "then this many events at --rate per second (latency)")
+	rate := flag.Int("rate", 1000, "rate of the paced events")
 	flag.Parse()
 
 	config := &rest.Config{Host: *server, QPS: -1}
@@ -67,6 +77,10 @@ func main() {
 			return obj, nil
 		})
 	}
+	var counter *handlerCounter
+	if *handlers > 0 {
+		counter = addHandlers(informer, *handlers)
+	}
 	before, rssBefore := heap(), rss()
 	start := time.Now()
 	ctx := context.Background()
@@ -82,6 +96,10 @@ func main() {
 		"heap_bytes": int64(after) - int64(before), "rss_bytes": int64(rssAfter) - int64(rssBefore),
 	})
 	fmt.Println(string(out))
+	if counter != nil && *events > 0 {
+		counter.waitSynced()
+		eventOps(*server, counter, *handlers, *events, *paced, *rate)
+	}
 	if *listers && *resource == "pods" {
 		listerOps(factory.Core().V1().Pods().Lister(), informer)
 	}
@@ -134,5 +152,107 @@ func listerOps(lister corev1listers.PodLister, informer cache.SharedIndexInforme
 	index := time.Since(start).Seconds() * 1e6 / rounds
 	out, _ := json.Marshal(map[string]any{"client": "client-go", "get_ns": getNs, "ns_list_us": nsList, "selector_list_us": selectorList, "index_us": index,
 		"ns_items": listed / rounds, "selector_items": selected / (rounds / 10), "index_items": indexed / rounds})
+	fmt.Println(string(out))
+}
+
+// handlerCounter counts the churn events (updates carrying bench/sent-ns) the handlers got and,
+// while recording, their latencies from the server's write.
+type handlerCounter struct {
+	updates       atomic.Int64
+	mu            sync.Mutex
+	latencies     []int64
+	record        atomic.Bool
+	registrations []cache.ResourceEventHandlerRegistration
+}
+
+func addHandlers(informer cache.SharedIndexInformer, n int) *handlerCounter {
+	c := &handlerCounter{}
+	for i := 0; i < n; i++ {
+		reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) {
+				m, ok := obj.(metav1.Object)
+				if !ok {
+					return
+				}
+				sent, err := strconv.ParseInt(m.GetAnnotations()["bench/sent-ns"], 10, 64)
+				if err != nil {
+					return
+				}
+				if c.record.Load() {
+					lat := time.Now().UnixNano() - sent
+					c.mu.Lock()
+					c.latencies = append(c.latencies, lat)
+					c.mu.Unlock()
+				}
+				c.updates.Add(1)
+			},
+		})
+		if err != nil {
+			panic(err)
+		}
+		c.registrations = append(c.registrations, reg)
+	}
+	return c
+}
+
+func (c *handlerCounter) waitSynced() {
+	for _, r := range c.registrations {
+		for !r.HasSynced() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+func (c *handlerCounter) waitFor(n int64) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for c.updates.Load() < n {
+		if time.Now().After(deadline) {
+			panic(fmt.Sprintf("handlers got %d of %d events", c.updates.Load(), n))
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func churn(server string, events, rate int) {
+	resp, err := http.Get(fmt.Sprintf("%s/churn?events=%d&rate=%d", server, events, rate))
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "1 ") {
+		panic(fmt.Sprintf("churn: %s %s", resp.Status, body))
+	}
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// eventOps times watch events to the handlers: throughput and CPU at full speed, then
+// latency from the server's write to the handler at a set rate. Prints one JSON line.
+func eventOps(server string, c *handlerCounter, handlers, events, paced, rate int) {
+	cpu0, start := cpuSeconds(), time.Now()
+	churn(server, events, 0)
+	c.waitFor(int64(events * handlers))
+	elapsed, cpu := time.Since(start).Seconds(), cpuSeconds()-cpu0
+	result := map[string]any{"client": "client-go", "handlers": handlers, "events": events,
+		"events_per_s": float64(events) / elapsed, "cpu_s_per_million": cpu / float64(events) * 1e6}
+	if paced > 0 {
+		c.updates.Store(0)
+		c.record.Store(true)
+		churn(server, paced, rate)
+		c.waitFor(int64(paced * handlers))
+		c.mu.Lock()
+		l := append([]int64(nil), c.latencies...)
+		c.mu.Unlock()
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		result["p50_us"] = float64(l[len(l)/2]) / 1e3
+		result["p99_us"] = float64(l[len(l)*99/100]) / 1e3
+		result["paced_rate"] = rate
+	}
+	out, _ := json.Marshal(result)
 	fmt.Println(string(out))
 }

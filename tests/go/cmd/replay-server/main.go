@@ -12,6 +12,15 @@
 //	                                                        every object as ADDED, then the
 //	                                                        initial-events-end BOOKMARK
 //	GET /api/v1/{pods|configmaps}?watch=1&resourceVersion=R a BOOKMARK, then silence until timeoutSeconds
+//	GET /churn?events=E&rate=R                              on every open watch stream: E MODIFIED
+//	                                                        events (objects in a scattered order,
+//	                                                        resourceVersions 2000000, 2000001, …),
+//	                                                        R per second (0: as fast as possible)
+//
+// Each churn event's object carries the annotation bench/sent-ns: the wall clock (Unix
+// nanoseconds) when the server wrote it, from which clients measure latency to their handlers.
+// The events' bytes are patched in place from a per-object template, so the server writes
+// far faster than any client decodes.
 package main
 
 import (
@@ -42,7 +51,31 @@ type server struct {
 	objects  [][]byte // JSON of each object, in key order
 	mu       sync.Mutex
 	pages    map[int][][]byte // limit -> encoded pages
+
+	// Churn: templates of MODIFIED events (built on first use) and the open watch streams.
+	marshalChurn func(i int) []byte // the object i with placeholder resourceVersion and sent-ns
+	templates    map[int]*eventTemplate
+	watchers     map[chan churn]struct{}
+	nextRV       int
 }
+
+// churn is one /churn request as handed to a watch stream.
+type churn struct {
+	events, rate, firstRV int
+}
+
+// eventTemplate is a whole MODIFIED event line for one object, with the offsets of its
+// resourceVersion digits and its bench/sent-ns digits.
+type eventTemplate struct {
+	line         []byte
+	rvAt, sentAt int
+}
+
+const (
+	rvPlaceholder   = "0000000"
+	sentPlaceholder = "0000000000000000000"
+	sentAnnotation  = "bench/sent-ns"
+)
 
 func main() {
 	workload := flag.String("workload", "configmaps", "configmaps | pods-shared | pods-unique")
@@ -51,12 +84,18 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
 
-	s := &server{pages: map[int][][]byte{}}
+	s := &server{pages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, watchers: map[chan churn]struct{}{}, nextRV: 2000000}
 	switch *workload {
 	case "configmaps":
 		s.resource, s.kind = "configmaps", "ConfigMap"
 		for i := 0; i < *n; i++ {
 			s.objects = append(s.objects, must(json.Marshal(configMap(i))))
+		}
+		s.marshalChurn = func(i int) []byte {
+			o := configMap(i)
+			o.ResourceVersion = rvPlaceholder
+			o.Annotations = map[string]string{sentAnnotation: sentPlaceholder}
+			return must(json.Marshal(o))
 		}
 	case "pods-shared", "pods-unique":
 		s.resource, s.kind = "pods", "Pod"
@@ -66,6 +105,16 @@ func main() {
 				t = i
 			}
 			s.objects = append(s.objects, must(json.Marshal(pod(i, t))))
+		}
+		s.marshalChurn = func(i int) []byte {
+			t := i % *templates
+			if *workload == "pods-unique" {
+				t = i
+			}
+			o := pod(i, t)
+			o.ResourceVersion = rvPlaceholder
+			o.Annotations[sentAnnotation] = sentPlaceholder
+			return must(json.Marshal(o))
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "unknown workload %q\n", *workload)
@@ -93,6 +142,10 @@ func must(b []byte, err error) []byte {
 }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/churn" {
+		s.startChurn(w, r)
+		return
+	}
 	if r.URL.Path != "/api/v1/"+s.resource {
 		http.NotFound(w, r)
 		return
@@ -180,10 +233,116 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) {
 	if t, err := strconv.Atoi(q.Get("timeoutSeconds")); err == nil && t > 0 {
 		timeout = time.Duration(t) * time.Second
 	}
-	select {
-	case <-r.Context().Done():
-	case <-time.After(timeout):
+	churns := make(chan churn, 4)
+	s.mu.Lock()
+	s.watchers[churns] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.watchers, churns)
+		s.mu.Unlock()
+	}()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-deadline:
+			return
+		case c := <-churns:
+			if !s.writeChurn(w, flusher, r, c) {
+				return
+			}
+		}
 	}
+}
+
+// startChurn hands a churn request to every open watch stream.
+func (s *server) startChurn(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	events, _ := strconv.Atoi(q.Get("events"))
+	rate, _ := strconv.Atoi(q.Get("rate"))
+	if events <= 0 || events > 7000000 {
+		http.Error(w, "events must be in 1..7000000", http.StatusBadRequest)
+		return
+	}
+	for i := 0; i < events && i < len(s.objects); i++ {
+		s.template(s.churnObject(i))
+	}
+	s.mu.Lock()
+	c := churn{events: events, rate: rate, firstRV: s.nextRV}
+	s.nextRV += events
+	if s.nextRV > 9999999 {
+		s.mu.Unlock()
+		http.Error(w, "resourceVersions exhausted", http.StatusBadRequest)
+		return
+	}
+	open := 0
+	for ch := range s.watchers {
+		ch <- c
+		open++
+	}
+	s.mu.Unlock()
+	fmt.Fprintf(w, "%d watch streams\n", open)
+}
+
+// churnObject is the object the i-th event of a churn modifies: all objects in a scattered
+// order, so consecutive events touch unrelated keys.
+func (s *server) churnObject(i int) int {
+	return (i * 7919) % len(s.objects)
+}
+
+func (s *server) template(obj int) *eventTemplate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.templates[obj]; ok {
+		return t
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"type":"MODIFIED","object":`)
+	b.Write(s.marshalChurn(obj))
+	b.WriteString("}\n")
+	line := b.Bytes()
+	t := &eventTemplate{
+		line:   line,
+		rvAt:   bytes.Index(line, []byte(`"resourceVersion":"`+rvPlaceholder+`"`)) + len(`"resourceVersion":"`),
+		sentAt: bytes.Index(line, []byte(`"`+sentAnnotation+`":"`+sentPlaceholder+`"`)) + len(`"`+sentAnnotation+`":"`),
+	}
+	if t.rvAt < len(`"resourceVersion":"`) || t.sentAt < len(`"`+sentAnnotation+`":"`) {
+		panic("churn template without placeholders")
+	}
+	s.templates[obj] = t
+	return t
+}
+
+// writeChurn writes one churn's events, paced when it has a rate; false when the client went
+// away.
+func (s *server) writeChurn(w http.ResponseWriter, flusher http.Flusher, r *http.Request, c churn) bool {
+	start := time.Now()
+	buf := make([]byte, 0, 64<<10)
+	for i := 0; i < c.events; i++ {
+		t := s.template(s.churnObject(i))
+		if c.rate > 0 {
+			if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(c.rate))); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		at := len(buf)
+		buf = append(buf, t.line...)
+		copy(buf[at+t.rvAt:], strconv.Itoa(c.firstRV+i))
+		copy(buf[at+t.sentAt:], fmt.Sprintf("%019d", time.Now().UnixNano()))
+		if c.rate > 0 || len(buf) >= 64<<10 || i == c.events-1 {
+			if _, err := w.Write(buf); err != nil {
+				return false
+			}
+			flusher.Flush()
+			buf = buf[:0]
+		}
+		if r.Context().Err() != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func configMap(i int) *corev1.ConfigMap {
