@@ -8,20 +8,29 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 pub struct CountingAlloc;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+static TRACK_PEAK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn grew(by: isize) {
+    let live = LIVE.fetch_add(by, Ordering::Relaxed) + by;
+    if TRACK_PEAK.load(Ordering::Relaxed) {
+        PEAK.fetch_max(live, Ordering::Relaxed);
+    }
+}
 
 // SAFETY: every call is forwarded to `System` unchanged; only a counter is updated.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            grew(layout.size() as isize);
         }
         p
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            grew(layout.size() as isize);
         }
         p
     }
@@ -44,6 +53,30 @@ unsafe impl GlobalAlloc for CountingAlloc {
 /// Live heap bytes right now.
 pub fn live_heap() -> isize {
     LIVE.load(Ordering::Relaxed)
+}
+
+/// Starts tracking the peak of the live heap (off by default: it costs an atomic per
+/// allocation) and resets it to the live heap now.
+pub fn reset_peak_heap() {
+    TRACK_PEAK.store(true, Ordering::Relaxed);
+    PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+}
+
+/// Peak live heap since [`reset_peak_heap`].
+pub fn peak_heap() -> isize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// Peak resident set size (`VmHWM`) in bytes.
+pub fn peak_rss() -> isize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: isize = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0);
+    kb * 1024
+}
+
+/// Resets the peak resident set size to the current one.
+pub fn reset_peak_rss() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM through /proc/self/clear_refs");
 }
 
 /// Resident set size in bytes.
@@ -201,4 +234,43 @@ pub async fn event_ops(name: &str, server: &str, counter: &HandlerCounter, args:
         result["paced_rate"] = args.rate.into();
     }
     println!("{result}");
+}
+
+/// Ends the watch streams open on the replay server with 410 Expired, forcing a relist.
+pub async fn expire(client: &kube_client::Client) {
+    let req = http::Request::get("/expire").body(Vec::new()).unwrap();
+    let text = client.request_text(req).await.expect("expire");
+    assert!(text.starts_with("1 "), "expire reached {text:?}");
+}
+
+/// Memory around the initial sync and a forced relist, as every client reports it (bytes,
+/// growth over the process before the informer started).
+#[derive(Debug, Default)]
+pub struct PeakReport {
+    /// Peak live heap during the initial sync (Rust only).
+    pub initial_peak_heap: isize,
+    /// Peak RSS during the initial sync.
+    pub initial_peak_rss: isize,
+    /// Live heap once synced.
+    pub steady_heap: isize,
+    /// RSS once synced.
+    pub steady_rss: isize,
+    /// Peak live heap during the relist (Rust only).
+    pub relist_peak_heap: isize,
+    /// Peak RSS during the relist.
+    pub relist_peak_rss: isize,
+    /// Seconds from the 410 to the relist's end.
+    pub relist_seconds: f64,
+}
+
+impl PeakReport {
+    /// Prints the JSON line.
+    pub fn print(&self, client: &str) {
+        println!(
+            "{}",
+            serde_json::json!({"client": client, "initial_peak_heap": self.initial_peak_heap, "initial_peak_rss": self.initial_peak_rss,
+                "steady_heap": self.steady_heap, "steady_rss": self.steady_rss, "relist_peak_heap": self.relist_peak_heap,
+                "relist_peak_rss": self.relist_peak_rss, "relist_seconds": self.relist_seconds})
+        );
+    }
 }

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use informer_gen_bench::{
-    CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag,
-    live_heap, report, rss,
+    CountingAlloc, EventArgs, HandlerCounter, PeakReport, SENT_ANNOTATION, arg, client, event_ops, expire, flag, live_heap, peak_heap, peak_rss, report,
+    reset_peak_heap, reset_peak_rss, rss,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube_client::Api;
@@ -38,18 +38,46 @@ where
             o.meta_mut().managed_fields = None;
         }
     };
+    let config = if flag("--watch-list") { watcher::Config::default().streaming_lists() } else { watcher::Config::default() };
     let Some(args) = EventArgs::from_args() else {
         let (reader, writer) = reflector::store();
-        let stream = watcher(api, watcher::Config::default())
-            .modify(modify)
-            .reflect(writer)
-            .applied_objects();
+        let stream = watcher(api, config).modify(modify).reflect(writer);
+        // Lists completed so far (the initial one, then relists).
+        let lists = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let listed = lists.clone();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
-            while stream.next().await.is_some() {}
+            while let Some(event) = stream.next().await {
+                if let Ok(watcher::Event::InitDone) = event {
+                    listed.fetch_add(1, std::sync::atomic::Ordering::Release);
+                }
+            }
         });
         reader.wait_until_ready().await.unwrap();
-        return (reader.state().len(), reader);
+        let n = reader.state().len();
+        if flag("--relist") {
+            report("kube-rs", n, start.elapsed().as_secs_f64(), live_heap() - heap0, rss() - rss0);
+            let mut r = PeakReport {
+                initial_peak_heap: peak_heap() - heap0,
+                initial_peak_rss: peak_rss() - rss0,
+                steady_heap: live_heap() - heap0,
+                steady_rss: rss() - rss0,
+                ..Default::default()
+            };
+            reset_peak_heap();
+            reset_peak_rss();
+            let relist_start = Instant::now();
+            expire(&client(server)).await;
+            while lists.load(std::sync::atomic::Ordering::Acquire) < 2 {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            r.relist_seconds = relist_start.elapsed().as_secs_f64();
+            r.relist_peak_heap = peak_heap() - heap0;
+            r.relist_peak_rss = peak_rss() - rss0;
+            r.print("kube-rs");
+            std::process::exit(0);
+        }
+        return (n, reader);
     };
     // Handlers, as kube-rs offers them: subscribers of a shared reflector, each its own task.
     // They get every object of the initial list first, then every applied object.
@@ -75,7 +103,7 @@ where
             }
         });
     }
-    let stream = watcher(api, watcher::Config::default())
+    let stream = watcher(api, config)
         .modify(modify)
         .reflect_shared(writer)
         .applied_objects();
@@ -162,6 +190,10 @@ async fn main() {
     let server = arg("--server").expect("--server URL");
     let strip = flag("--strip-managed-fields");
     let client = client(&server);
+    if flag("--relist") {
+        reset_peak_heap();
+        reset_peak_rss();
+    }
     let (heap0, rss0) = (live_heap(), rss());
     let start = Instant::now();
     let n = match arg("--resource").as_deref().unwrap_or("pods") {

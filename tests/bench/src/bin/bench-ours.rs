@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use informer_gen_bench::{
-    CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag,
-    live_heap, report, rss,
+    CountingAlloc, EventArgs, HandlerCounter, PeakReport, SENT_ANNOTATION, arg, client, event_ops, expire, flag, live_heap, peak_heap, peak_rss, report,
+    reset_peak_heap, reset_peak_rss, rss,
 };
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
 use informer_runtime::{
@@ -145,6 +145,26 @@ fn add_handlers<
     n: usize,
 ) -> (std::sync::Arc<HandlerCounter>, Vec<HandlerRegistration>) {
     let counter = std::sync::Arc::new(HandlerCounter::default());
+    if flag("--streams") {
+        // Handlers as event streams, each consumed by its own tokio task.
+        let registrations = (0..n)
+            .map(|_| {
+                let counter = counter.clone();
+                let mut stream = informer.stream().unwrap();
+                let registration = stream.registration().clone();
+                tokio::spawn(async move {
+                    use futures::StreamExt as _;
+                    while let Some(event) = stream.next().await {
+                        if let Event::Update { new, .. } = &event {
+                            counter.seen(new.sent());
+                        }
+                    }
+                });
+                registration
+            })
+            .collect();
+        return (counter, registrations);
+    }
     let registrations = (0..n)
         .map(|_| {
             let counter = counter.clone();
@@ -173,6 +193,47 @@ async fn run_events(
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
     event_ops(name, server, &counter, &args).await;
+}
+
+/// Counts the informer's update events (a relist turns every cached object into one).
+fn count_updates<K: informer_runtime::reexports::kube_core::Resource + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut stream = informer.stream().unwrap();
+    let counted = count.clone();
+    tokio::spawn(async move {
+        use futures::StreamExt as _;
+        while let Some(event) = stream.next().await {
+            if let Event::Update { .. } = event {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Release);
+            }
+        }
+    });
+    count
+}
+
+/// After the initial sync: the memory it took at its peak and once synced, then the same
+/// around a relist forced by a 410 from the watch. Prints one JSON line.
+async fn relist_memory(name: &str, server: &str, updates: &std::sync::atomic::AtomicUsize, n: usize, heap0: isize, rss0: isize) {
+    let mut r = PeakReport {
+        initial_peak_heap: peak_heap() - heap0,
+        initial_peak_rss: peak_rss() - rss0,
+        steady_heap: live_heap() - heap0,
+        steady_rss: rss() - rss0,
+        ..Default::default()
+    };
+    reset_peak_heap();
+    reset_peak_rss();
+    let start = Instant::now();
+    expire(&client(server)).await;
+    while updates.load(std::sync::atomic::Ordering::Acquire) < n {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    r.relist_seconds = start.elapsed().as_secs_f64();
+    r.relist_peak_heap = peak_heap() - heap0;
+    r.relist_peak_rss = peak_rss() - rss0;
+    r.print(name);
 }
 
 /// Lister operations over the synced Pods, timed in loops; prints one JSON line.
@@ -240,6 +301,10 @@ macro_rules! sync {
         use generated::InformerFactoryExt as _;
         use $gen as generated;
         let factory = generated::new_factory(client($server), $options);
+        if flag("--relist") {
+            reset_peak_heap();
+            reset_peak_rss();
+        }
         let (heap0, rss0) = (live_heap(), rss());
         let start = Instant::now();
         let n = match $resource {
@@ -250,10 +315,16 @@ macro_rules! sync {
                     informer.set_transform(std::sync::Arc::new(strip)).unwrap();
                 }
                 let handlers = EventArgs::from_args().map(|a| add_handlers(&informer, a.handlers));
+                let updates = flag("--relist").then(|| count_updates(&informer));
                 factory.start().unwrap();
                 factory.wait_for_cache_sync().await;
                 let lister = informer.lister();
                 let n = lister.list(&Selector::default()).len();
+                if let Some(updates) = updates {
+                    report($name, n, start.elapsed().as_secs_f64(), live_heap() - heap0, rss() - rss0);
+                    relist_memory($name, $server, &updates, n, heap0, rss0).await;
+                    std::process::exit(0);
+                }
                 if handlers.is_some() {
                     report(
                         $name,

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
-//!     [--sections sync,listers,events] [--events N] [--paced-events 3000] [--rate 1000]
+//!     [--sections sync,listers,memory,events] [--workloads configmaps,pods-shared,pods-unique] [--events N] [--paced-events 3000] [--rate 1000]
 //! ```
 
 use std::io::{BufRead, BufReader};
@@ -121,8 +121,18 @@ fn main() {
     if section("listers") {
         lister_table(&mut table, &go_bin, &clients, n, runs);
     }
+    if section("memory") {
+        memory_table(&mut table, &go_bin, &clients, n, runs);
+    }
     if section("events") {
-        event_table(&mut table, &go_bin, &clients, n, runs);
+        let event_clients: [(&str, PathBuf, &[&str]); 5] = [
+            ("informer-gen (lean, streams)", ours.clone(), &["--lean", "--streams"]),
+            ("informer-gen (lean, handler threads)", ours.clone(), &["--lean"]),
+            ("informer-gen (k8s-openapi, streams)", ours.clone(), &["--streams"]),
+            ("client-go", go_bin.join("bench-clientgo"), &[]),
+            ("kube-rs", here.join("bench-kube-rs"), &[]),
+        ];
+        event_table(&mut table, &go_bin, &event_clients, n, runs);
     }
     println!("{table}");
     if let Some(out) = arg("--out") {
@@ -159,6 +169,9 @@ fn sync_table(
     table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere. Ratios are against informer-gen (lean), the first row of each group.\n\n"));
     table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | lean ÷ it | RSS/object | time to synced | objects/s | lean speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for workload in ["configmaps", "pods-shared", "pods-unique"] {
+        if arg("--workloads").is_some_and(|w| !w.split(',').any(|x| x == workload)) {
+            continue;
+        }
         let resource = if workload == "configmaps" {
             "configmaps"
         } else {
@@ -302,17 +315,61 @@ fn lister_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, 
     drop(server);
 }
 
+/// Peak ÷ steady memory of the initial sync and of a relist forced by a 410 from the watch,
+/// with WatchList and with a paged list, over Pods no two of which share a spec.
+fn memory_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, runs: usize) {
+    table.push_str(&format!(
+        "\n\nPeak ÷ steady memory over {n} Pods (pods-unique: nothing to share), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started.\n\n"
+    ));
+    table.push_str("| list | client | steady heap | initial sync: peak ÷ steady heap | RSS | relist: peak ÷ steady heap | RSS | relist time |\n|---|---|---|---|---|---|---|---|\n");
+    let server = replay(go_bin, "pods-unique", n);
+    for mode in ["WatchList", "paged list"] {
+        for (name, cmd, extra) in clients {
+            let mut args = vec!["--server", server.url.as_str(), "--resource", "pods", "--relist"];
+            args.extend_from_slice(extra);
+            match (mode, *name) {
+                ("WatchList", "kube-rs") => args.push("--watch-list"),
+                ("paged list", "kube-rs") => {}
+                ("paged list", _) => args.push("--paged-list"),
+                _ => {}
+            }
+            let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
+            let col = |f: &dyn Fn(&Value) -> f64| stats(results.iter().map(f).collect());
+            let num = |r: &Value, f: &str| r[f].as_f64().expect(f);
+            let steady = col(&|r| num(r, "steady_heap") / n as f64);
+            let init_heap = col(&|r| num(r, "initial_peak_heap") / num(r, "steady_heap"));
+            let init_rss = col(&|r| num(r, "initial_peak_rss") / num(r, "steady_rss"));
+            let re_heap = col(&|r| num(r, "relist_peak_heap") / num(r, "steady_heap"));
+            let re_rss = col(&|r| num(r, "relist_peak_rss") / num(r, "steady_rss"));
+            let re_time = col(&|r| num(r, "relist_seconds"));
+            let f = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} ({lo:.2}–{hi:.2})");
+            table.push_str(&format!(
+                "| {mode} | {name} | {:.1} KB/object | {} | {} | {} | {} | {:.2} s ({:.2}–{:.2}) |\n",
+                steady.0 / 1000.0,
+                f(init_heap),
+                f(init_rss),
+                f(re_heap),
+                f(re_rss),
+                re_time.0,
+                re_time.1,
+                re_time.2
+            ));
+        }
+        eprintln!("memory, {mode}: done");
+    }
+}
+
 /// Watch events to 1, 4 and 16 handlers: `--events` (default N) MODIFIED Pods as fast as the
 /// server writes them (throughput, CPU), then `--paced-events` (default 3,000) at `--rate`
 /// (default 1,000/s) for latency from the server's write to each handler.
-fn event_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, runs: usize) {
+fn event_table(table: &mut String, go_bin: &Path, clients: &[(&str, PathBuf, &[&str])], n: usize, runs: usize) {
     let events = arg("--events").unwrap_or_else(|| n.to_string());
     let paced = arg("--paced-events").unwrap_or_else(|| "3000".into());
     let rate = arg("--rate").unwrap_or_else(|| "1000".into());
     table.push_str(&format!(
-        "\n\nWatch events over {n} synced Pods (pods-shared), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours and client-go's are event handlers (a queue each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each.\n\n"
+        "\n\nWatch events over {n} synced Pods (pods-shared), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. Ratios are against the first row.\n\n"
     ));
-    table.push_str("| handlers | client | events/s | lean ÷ it | CPU s per 1M events | lean ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|\n");
+    table.push_str("| handlers | client | events/s | first ÷ it | CPU s per 1M events | first ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|\n");
     let server = replay(go_bin, "pods-shared", n);
     for handlers in ["1", "4", "16"] {
         let mut rows = Vec::new();

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,7 +54,16 @@ func main() {
 	events := flag.Int("events", 0, "after sync, churn this many events as fast as possible (throughput, CPU)")
 	paced := flag.Int("paced-events", 0, "then this many events at --rate per second (latency)")
 	rate := flag.Int("rate", 1000, "rate of the paced events")
+	relist := flag.Bool("relist", false, "after sync, report peak memory of the sync and of a relist forced by a 410")
+	pagedList := flag.Bool("paged-list", false, "paged LIST instead of WatchList (client-go's WatchListClient feature off)")
 	flag.Parse()
+	if *pagedList {
+		os.Setenv("KUBE_FEATURE_WatchListClient", "false")
+	}
+	var peaks *peakSampler
+	if *relist {
+		peaks = startPeakSampler()
+	}
 
 	config := &rest.Config{Host: *server, QPS: -1}
 	config.ContentType = "application/json"
@@ -81,6 +91,10 @@ func main() {
 	if *handlers > 0 {
 		counter = addHandlers(informer, *handlers)
 	}
+	var relists *atomic.Int64
+	if *relist {
+		relists = countUpdates(informer)
+	}
 	before, rssBefore := heap(), rss()
 	start := time.Now()
 	ctx := context.Background()
@@ -96,6 +110,9 @@ func main() {
 		"heap_bytes": int64(after) - int64(before), "rss_bytes": int64(rssAfter) - int64(rssBefore),
 	})
 	fmt.Println(string(out))
+	if peaks != nil {
+		relistMemory(*server, relists, peaks, n, before, rssBefore)
+	}
 	if counter != nil && *events > 0 {
 		counter.waitSynced()
 		eventOps(*server, counter, *handlers, *events, *paced, *rate)
@@ -253,6 +270,92 @@ func eventOps(server string, c *handlerCounter, handlers, events, paced, rate in
 		result["p99_us"] = float64(l[len(l)*99/100]) / 1e3
 		result["paced_rate"] = rate
 	}
+	out, _ := json.Marshal(result)
+	fmt.Println(string(out))
+}
+
+// peakSampler samples the Go heap in use (live and not yet collected objects) every
+// millisecond: Go has no exact peak of the live heap.
+type peakSampler struct {
+	peak atomic.Uint64
+}
+
+func startPeakSampler() *peakSampler {
+	p := &peakSampler{}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		for {
+			metrics.Read(sample)
+			v := sample[0].Value.Uint64()
+			for {
+				old := p.peak.Load()
+				if v <= old || p.peak.CompareAndSwap(old, v) {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	resetPeakRSS()
+	return p
+}
+
+func peakRSS() uint64 {
+	data, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(l, "VmHWM:"), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func resetPeakRSS() {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		panic(err)
+	}
+}
+
+// countUpdates counts update notifications (a relist turns every cached object into one).
+func countUpdates(informer cache.SharedIndexInformer) *atomic.Int64 {
+	var n atomic.Int64
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ any) { n.Add(1) }}); err != nil {
+		panic(err)
+	}
+	return &n
+}
+
+// relistMemory reports the peak memory of the initial sync and of a relist forced by a 410.
+// Heap figures: the sampled heap in use (live plus uncollected), against the live heap after
+// a GC once synced.
+func relistMemory(server string, updates *atomic.Int64, p *peakSampler, n int, heap0, rss0 uint64) {
+	result := map[string]any{"client": "client-go",
+		"initial_peak_heap": int64(p.peak.Load()) - int64(heap0), "initial_peak_rss": int64(peakRSS()) - int64(rss0)}
+	result["steady_heap"] = int64(heap()) - int64(heap0)
+	result["steady_rss"] = int64(rss()) - int64(rss0)
+	p.peak.Store(0)
+	resetPeakRSS()
+	start := time.Now()
+	resp, err := http.Get(server + "/expire")
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(body), "1 ") {
+		panic("expire: " + string(body))
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for updates.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			panic("relist did not finish")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	result["relist_seconds"] = time.Since(start).Seconds()
+	result["relist_peak_heap"] = int64(p.peak.Load()) - int64(heap0)
+	result["relist_peak_rss"] = int64(peakRSS()) - int64(rss0)
 	out, _ := json.Marshal(result)
 	fmt.Println(string(out))
 }

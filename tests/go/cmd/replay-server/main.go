@@ -16,6 +16,8 @@
 //	                                                        events (objects in a scattered order,
 //	                                                        resourceVersions 2000000, 2000001, …),
 //	                                                        R per second (0: as fast as possible)
+//	GET /expire                                             every open watch stream ends with a
+//	                                                        410 Expired ERROR event (forces a relist)
 //
 // Each churn event's object carries the annotation bench/sent-ns: the wall clock (Unix
 // nanoseconds) when the server wrote it, from which clients measure latency to their handlers.
@@ -62,6 +64,7 @@ type server struct {
 // churn is one /churn request as handed to a watch stream.
 type churn struct {
 	events, rate, firstRV int
+	expire                bool // instead: end the stream with 410 Expired
 }
 
 // eventTemplate is a whole MODIFIED event line for one object, with the offsets of its
@@ -144,6 +147,17 @@ func must(b []byte, err error) []byte {
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/churn" {
 		s.startChurn(w, r)
+		return
+	}
+	if r.URL.Path == "/expire" {
+		s.mu.Lock()
+		open := 0
+		for ch := range s.watchers {
+			ch <- churn{expire: true}
+			open++
+		}
+		s.mu.Unlock()
+		fmt.Fprintf(w, "%d watch streams\n", open)
 		return
 	}
 	if r.URL.Path != "/api/v1/"+s.resource {
@@ -250,6 +264,11 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request) {
 		case <-deadline:
 			return
 		case c := <-churns:
+			if c.expire {
+				w.Write([]byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}}` + "\n"))
+				flusher.Flush()
+				return
+			}
 			if !s.writeChurn(w, flusher, r, c) {
 				return
 			}
