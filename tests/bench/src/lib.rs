@@ -70,13 +70,18 @@ pub fn peak_heap() -> isize {
 /// Peak resident set size (`VmHWM`) in bytes.
 pub fn peak_rss() -> isize {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb: isize = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0);
+    let kb: isize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
     kb * 1024
 }
 
 /// Resets the peak resident set size to the current one.
 pub fn reset_peak_rss() {
-    std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM through /proc/self/clear_refs");
+    std::fs::write("/proc/self/clear_refs", "5")
+        .expect("reset VmHWM through /proc/self/clear_refs");
 }
 
 /// Resident set size in bytes.

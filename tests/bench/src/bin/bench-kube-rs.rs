@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use informer_gen_bench::{
-    CountingAlloc, EventArgs, HandlerCounter, PeakReport, SENT_ANNOTATION, arg, client, event_ops, expire, flag, live_heap, peak_heap, peak_rss, report,
-    reset_peak_heap, reset_peak_rss, rss,
+    CountingAlloc, EventArgs, HandlerCounter, PeakReport, SENT_ANNOTATION, arg, client, event_ops,
+    expire, flag, live_heap, peak_heap, peak_rss, report, reset_peak_heap, reset_peak_rss, rss,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube_client::Api;
@@ -38,7 +38,11 @@ where
             o.meta_mut().managed_fields = None;
         }
     };
-    let config = if flag("--watch-list") { watcher::Config::default().streaming_lists() } else { watcher::Config::default() };
+    let config = if flag("--watch-list") {
+        watcher::Config::default().streaming_lists()
+    } else {
+        watcher::Config::default()
+    };
     let Some(args) = EventArgs::from_args() else {
         let (reader, writer) = reflector::store();
         let stream = watcher(api, config).modify(modify).reflect(writer);
@@ -56,7 +60,13 @@ where
         reader.wait_until_ready().await.unwrap();
         let n = reader.state().len();
         if flag("--relist") {
-            report("kube-rs", n, start.elapsed().as_secs_f64(), live_heap() - heap0, rss() - rss0);
+            report(
+                "kube-rs",
+                n,
+                start.elapsed().as_secs_f64(),
+                live_heap() - heap0,
+                rss() - rss0,
+            );
             let mut r = PeakReport {
                 initial_peak_heap: peak_heap() - heap0,
                 initial_peak_rss: peak_rss() - rss0,

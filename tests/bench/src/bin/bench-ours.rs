@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use informer_gen_bench::{
-    CountingAlloc, EventArgs, HandlerCounter, PeakReport, SENT_ANNOTATION, arg, client, event_ops, expire, flag, live_heap, peak_heap, peak_rss, report,
-    reset_peak_heap, reset_peak_rss, rss,
+    CountingAlloc, EventArgs, HandlerCounter, PeakReport, SENT_ANNOTATION, arg, client, event_ops,
+    expire, flag, live_heap, peak_heap, peak_rss, report, reset_peak_heap, reset_peak_rss, rss,
 };
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
 use informer_runtime::{
@@ -215,7 +215,14 @@ fn count_updates<K: informer_runtime::reexports::kube_core::Resource + Send + Sy
 
 /// After the initial sync: the memory it took at its peak and once synced, then the same
 /// around a relist forced by a 410 from the watch. Prints one JSON line.
-async fn relist_memory(name: &str, server: &str, updates: &std::sync::atomic::AtomicUsize, n: usize, heap0: isize, rss0: isize) {
+async fn relist_memory(
+    name: &str,
+    server: &str,
+    updates: &std::sync::atomic::AtomicUsize,
+    n: usize,
+    heap0: isize,
+    rss0: isize,
+) {
     let mut r = PeakReport {
         initial_peak_heap: peak_heap() - heap0,
         initial_peak_rss: peak_rss() - rss0,
@@ -321,7 +328,13 @@ macro_rules! sync {
                 let lister = informer.lister();
                 let n = lister.list(&Selector::default()).len();
                 if let Some(updates) = updates {
-                    report($name, n, start.elapsed().as_secs_f64(), live_heap() - heap0, rss() - rss0);
+                    report(
+                        $name,
+                        n,
+                        start.elapsed().as_secs_f64(),
+                        live_heap() - heap0,
+                        rss() - rss0,
+                    );
                     relist_memory($name, $server, &updates, n, heap0, rss0).await;
                     std::process::exit(0);
                 }

@@ -116,7 +116,20 @@ fn main() {
         ("kube-rs", here.join("bench-kube-rs"), &[]),
     ];
     if section("sync") {
-        sync_table(&mut table, &go_bin, &ours, &clients, n, runs);
+        // Ours also with a paged list: kube-rs lists in pages by default, ours and client-go
+        // stream WatchList, whose per-event framing costs more on small objects.
+        let sync_clients: [(&str, PathBuf, &[&str]); 5] = [
+            ("informer-gen (lean)", ours.clone(), &["--lean"]),
+            (
+                "informer-gen (lean, paged list)",
+                ours.clone(),
+                &["--lean", "--paged-list"],
+            ),
+            ("informer-gen (k8s-openapi)", ours.clone(), &[]),
+            ("client-go", go_bin.join("bench-clientgo"), &[]),
+            ("kube-rs", here.join("bench-kube-rs"), &[]),
+        ];
+        sync_table(&mut table, &go_bin, &ours, &sync_clients, n, runs);
     }
     if section("listers") {
         lister_table(&mut table, &go_bin, &clients, n, runs);
@@ -126,9 +139,21 @@ fn main() {
     }
     if section("events") {
         let event_clients: [(&str, PathBuf, &[&str]); 5] = [
-            ("informer-gen (lean, streams)", ours.clone(), &["--lean", "--streams"]),
-            ("informer-gen (lean, handler threads)", ours.clone(), &["--lean"]),
-            ("informer-gen (k8s-openapi, streams)", ours.clone(), &["--streams"]),
+            (
+                "informer-gen (lean, streams)",
+                ours.clone(),
+                &["--lean", "--streams"],
+            ),
+            (
+                "informer-gen (lean, handler threads)",
+                ours.clone(),
+                &["--lean"],
+            ),
+            (
+                "informer-gen (k8s-openapi, streams)",
+                ours.clone(),
+                &["--streams"],
+            ),
             ("client-go", go_bin.join("bench-clientgo"), &[]),
             ("kube-rs", here.join("bench-kube-rs"), &[]),
         ];
@@ -162,7 +187,7 @@ fn sync_table(
     table: &mut String,
     go_bin: &Path,
     ours: &Path,
-    clients: &Clients,
+    clients: &[(&str, PathBuf, &[&str])],
     n: usize,
     runs: usize,
 ) {
@@ -325,7 +350,13 @@ fn memory_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, 
     let server = replay(go_bin, "pods-unique", n);
     for mode in ["WatchList", "paged list"] {
         for (name, cmd, extra) in clients {
-            let mut args = vec!["--server", server.url.as_str(), "--resource", "pods", "--relist"];
+            let mut args = vec![
+                "--server",
+                server.url.as_str(),
+                "--resource",
+                "pods",
+                "--relist",
+            ];
             args.extend_from_slice(extra);
             match (mode, *name) {
                 ("WatchList", "kube-rs") => args.push("--watch-list"),
@@ -362,7 +393,13 @@ fn memory_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, 
 /// Watch events to 1, 4 and 16 handlers: `--events` (default N) MODIFIED Pods as fast as the
 /// server writes them (throughput, CPU), then `--paced-events` (default 3,000) at `--rate`
 /// (default 1,000/s) for latency from the server's write to each handler.
-fn event_table(table: &mut String, go_bin: &Path, clients: &[(&str, PathBuf, &[&str])], n: usize, runs: usize) {
+fn event_table(
+    table: &mut String,
+    go_bin: &Path,
+    clients: &[(&str, PathBuf, &[&str])],
+    n: usize,
+    runs: usize,
+) {
     let events = arg("--events").unwrap_or_else(|| n.to_string());
     let paced = arg("--paced-events").unwrap_or_else(|| "3000".into());
     let rate = arg("--rate").unwrap_or_else(|| "1000".into());
