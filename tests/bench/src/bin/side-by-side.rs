@@ -262,12 +262,15 @@ fn sync_table(
                 } else {
                     format!("{:.2}×", time.0 / ours_time)
                 };
-                let share = match i {
-                    0 if !strip => format!(
-                        "{:.0}% of {ceiling_lean:.2} s",
-                        100.0 * ceiling_lean / time.0
-                    ),
-                    1 if !strip => {
+                let share = match *name {
+                    _ if strip => "—".to_string(),
+                    lean if lean.starts_with("informer-gen (lean") => {
+                        format!(
+                            "{:.0}% of {ceiling_lean:.2} s",
+                            100.0 * ceiling_lean / time.0
+                        )
+                    }
+                    "informer-gen (k8s-openapi)" => {
                         format!("{:.0}% of {ceiling_k8s:.2} s", 100.0 * ceiling_k8s / time.0)
                     }
                     _ => "—".to_string(),
