@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
-//!     [--sections sync,listers,memory,events] [--workloads configmaps,pods-shared,pods-unique] [--events N] [--paced-events 3000] [--rate 1000]
+//!     [--sections sync,listers,memory,generator,events] [--workloads configmaps,pods-shared,pods-unique] [--events N] [--paced-events 3000] [--rate 1000]
 //! ```
 
 use std::io::{BufRead, BufReader};
@@ -136,6 +136,9 @@ fn main() {
     }
     if section("memory") {
         memory_table(&mut table, &go_bin, &clients, n, runs);
+    }
+    if section("generator") {
+        generator_table(&mut table, &go_bin);
     }
     if section("events") {
         let event_clients: [(&str, PathBuf, &[&str]); 5] = [
@@ -453,4 +456,224 @@ fn event_table(
         }
         eprintln!("events to {handlers} handlers: done");
     }
+}
+
+/// Wall time and peak RSS of one child process.
+fn timed(cmd: &mut Command) -> (f64, f64, bool) {
+    let start = std::time::Instant::now();
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut status = 0;
+    // SAFETY: wait4 fills `usage` for the child we spawned.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    (
+        start.elapsed().as_secs_f64(),
+        usage.ru_maxrss as f64 * 1024.0,
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+    )
+}
+
+/// The generator against code-generator's lister-gen + informer-gen (over the `k8s.io/api`
+/// packages, the equivalent of the v1.35 spec) and kopium (over the CRD corpus): median wall
+/// time of 3 runs and peak RSS. Needs `../shared/schemas` (or `INFORMER_GEN_SCHEMAS`).
+fn generator_table(table: &mut String, go_bin: &Path) {
+    let schemas = std::env::var("INFORMER_GEN_SCHEMAS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root().join("../shared/schemas"));
+    if !schemas.join("openapi/v2/swagger.json").exists() {
+        table.push_str(&format!(
+            "\n\nGenerator: skipped, no schemas at {}.\n",
+            schemas.display()
+        ));
+        return;
+    }
+    let swagger = schemas.join("openapi/v2/swagger.json");
+    let crds = schemas.join("crds");
+    let out = root().join("target/bench-generator");
+    let ours = root().join("target/release/informer-gen");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "informer-gen"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // code-generator v0.35.4, as its users install it.
+    let gobin = go_bin.join("code-generator");
+    for tool in ["lister-gen", "informer-gen"] {
+        let status = Command::new("go")
+            .args([
+                "install",
+                &format!("k8s.io/code-generator/cmd/{tool}@v0.35.4"),
+            ])
+            .env("GOBIN", &gobin)
+            .current_dir(std::env::temp_dir())
+            .status()
+            .expect("go install");
+        assert!(status.success(), "go install {tool}");
+    }
+    let kopium = root().join("target/kopium/bin/kopium");
+    if !kopium.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "install",
+                "kopium",
+                "--locked",
+                "--version",
+                "0.24.1",
+                "--root",
+            ])
+            .arg(root().join("target/kopium"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo install kopium");
+    }
+    let go_dir = root().join("tests/go");
+    let packages: Vec<String> = String::from_utf8(
+        Command::new("go")
+            .args(["list", "k8s.io/api/..."])
+            .current_dir(&go_dir)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .lines()
+    .filter(|p| {
+        p.rsplit('/')
+            .next()
+            .is_some_and(|v| v.starts_with('v') && v[1..].starts_with(|c: char| c.is_ascii_digit()))
+    })
+    .map(String::from)
+    .collect();
+    let header = out.join("header.txt");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(&header, "").unwrap();
+    let mut crd_files: Vec<PathBuf> = Vec::new();
+    let mut dirs = vec![crds.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p
+                .extension()
+                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+            {
+                crd_files.push(p);
+            }
+        }
+    }
+    crd_files.sort();
+    let median3 = |f: &dyn Fn() -> (f64, f64, bool)| {
+        let runs: Vec<(f64, f64, bool)> = (0..3).map(|_| f()).collect();
+        let ok = runs.iter().all(|r| r.2);
+        (
+            stats(runs.iter().map(|r| r.0).collect()),
+            stats(runs.iter().map(|r| r.1).collect()).0,
+            ok,
+        )
+    };
+    let ours_run = |inputs: &[&Path]| {
+        let _ = std::fs::remove_dir_all(out.join("ours"));
+        let mut c = Command::new(&ours);
+        c.arg("generate")
+            .args(inputs)
+            .arg("--out")
+            .arg(out.join("ours"));
+        timed(&mut c)
+    };
+    let code_generator = || {
+        let _ = std::fs::remove_dir_all(out.join("go"));
+        let (t1, m1, ok1) = timed(
+            Command::new(gobin.join("lister-gen"))
+                .args(["--output-dir"])
+                .arg(out.join("go/listers"))
+                .args([
+                    "--output-pkg",
+                    "example.com/gen/listers",
+                    "--go-header-file",
+                ])
+                .arg(&header)
+                .args(&packages)
+                .current_dir(&go_dir),
+        );
+        let (t2, m2, ok2) = timed(
+            Command::new(gobin.join("informer-gen"))
+                .args(["--output-dir"])
+                .arg(out.join("go/informers"))
+                .args([
+                    "--output-pkg",
+                    "example.com/gen/informers",
+                    "--versioned-clientset-package",
+                    "k8s.io/client-go/kubernetes",
+                ])
+                .args([
+                    "--listers-package",
+                    "example.com/gen/listers",
+                    "--go-header-file",
+                ])
+                .arg(&header)
+                .args(&packages)
+                .current_dir(&go_dir),
+        );
+        (t1 + t2, m1.max(m2), ok1 && ok2)
+    };
+    // kopium takes one CRD per run (`-f`); a file with several CRDs yields only its first.
+    let kopium_all = || {
+        let (mut t, mut m, mut ok) = (0.0, 0.0f64, true);
+        for f in &crd_files {
+            let (ti, mi, oki) = timed(Command::new(&kopium).arg("-f").arg(f));
+            t += ti;
+            m = m.max(mi);
+            ok &= oki;
+        }
+        (t, m, ok)
+    };
+    let rows: Vec<(&str, &str, ((f64, f64, f64), f64, bool))> = vec![
+        (
+            "Kubernetes v1.35 built-in APIs",
+            "informer-gen (ours), swagger.json",
+            median3(&|| ours_run(&[&swagger])),
+        ),
+        (
+            "Kubernetes v1.35 built-in APIs",
+            "code-generator lister-gen + informer-gen, k8s.io/api",
+            median3(&code_generator),
+        ),
+        (
+            "CRD corpus",
+            "informer-gen (ours), one run",
+            median3(&|| ours_run(&[&crds])),
+        ),
+        (
+            "CRD corpus",
+            "kopium, one run per file",
+            median3(&kopium_all),
+        ),
+        (
+            "both",
+            "informer-gen (ours), one run",
+            median3(&|| ours_run(&[&swagger, &crds])),
+        ),
+    ];
+    table.push_str(&format!(
+        "\n\nGenerator, median of 3 runs (min–max), wall time and peak RSS of the process (the largest, for several): the built-in APIs ({} `k8s.io/api` group-version packages for code-generator v0.35.4), and the CRD corpus ({} files under `crds/`; kopium 0.24.1 gets one file per run and emits types only). Ours emits informers, listers, the factory and, for CRDs, the types.\n\n| input | tool | wall time | peak RSS | code-generator or kopium ÷ ours |\n|---|---|---|---|---|\n",
+        packages.len(),
+        crd_files.len()
+    ));
+    for (i, (input, tool, ((m, lo, hi), rss, ok))) in rows.iter().enumerate() {
+        let ratio = match i {
+            1 | 3 => format!("{:.1}×", m / (rows[i - 1].2).0.0),
+            _ => "—".to_string(),
+        };
+        let failed = if *ok { "" } else { " (some runs failed)" };
+        table.push_str(&format!(
+            "| {input} | {tool}{failed} | {m:.2} s ({lo:.2}–{hi:.2}) | {:.0} MB | {ratio} |\n",
+            rss / 1e6
+        ));
+    }
+    eprintln!("generator: done");
 }
