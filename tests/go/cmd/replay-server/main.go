@@ -12,6 +12,9 @@
 //	                                                        every object as ADDED, then the
 //	                                                        initial-events-end BOOKMARK
 //	GET /api/v1/{pods|configmaps}?watch=1&resourceVersion=R a BOOKMARK, then silence until timeoutSeconds
+//	Accept: application/vnd.kubernetes.protobuf            the same paged lists in protobuf (a
+//	                                                        protobuf watch stays open without
+//	                                                        events; no protobuf WatchList)
 //	GET /churn?events=E&rate=R                              on every open watch stream: E MODIFIED
 //	                                                        events (objects in a scattered order,
 //	                                                        resourceVersions 2000000, 2000001, …),
@@ -39,8 +42,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -53,6 +59,12 @@ type server struct {
 	objects  [][]byte // JSON of each object, in key order
 	mu       sync.Mutex
 	pages    map[int][][]byte // limit -> encoded pages
+
+	// Protobuf (client-go's default content type): paged lists only; a protobuf watch is
+	// served as an open stream without events.
+	newList     func(items [][]byte) runtime.Object // a typed list of the objects (JSON in)
+	protoPages  map[int][][]byte
+	protoSerial runtime.Serializer
 
 	// Churn: templates of MODIFIED events (built on first use) and the open watch streams.
 	marshalChurn func(i int) []byte // the object i with placeholder resourceVersion and sent-ns
@@ -87,12 +99,28 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
 
-	s := &server{pages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, watchers: map[chan churn]struct{}{}, nextRV: 2000000}
+	s := &server{pages: map[int][][]byte{}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, watchers: map[chan churn]struct{}{}, nextRV: 2000000}
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	s.protoSerial = protobuf.NewSerializer(scheme, scheme)
 	switch *workload {
 	case "configmaps":
 		s.resource, s.kind = "configmaps", "ConfigMap"
 		for i := 0; i < *n; i++ {
 			s.objects = append(s.objects, must(json.Marshal(configMap(i))))
+		}
+		s.newList = func(items [][]byte) runtime.Object {
+			l := &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{Kind: "ConfigMapList", APIVersion: "v1"}}
+			for _, b := range items {
+				var o corev1.ConfigMap
+				if err := json.Unmarshal(b, &o); err != nil {
+					panic(err)
+				}
+				l.Items = append(l.Items, o)
+			}
+			return l
 		}
 		s.marshalChurn = func(i int) []byte {
 			o := configMap(i)
@@ -108,6 +136,17 @@ func main() {
 				t = i
 			}
 			s.objects = append(s.objects, must(json.Marshal(pod(i, t))))
+		}
+		s.newList = func(items [][]byte) runtime.Object {
+			l := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+			for _, b := range items {
+				var o corev1.Pod
+				if err := json.Unmarshal(b, &o); err != nil {
+					panic(err)
+				}
+				l.Items = append(l.Items, o)
+			}
+			return l
 		}
 		s.marshalChurn = func(i int) []byte {
 			t := i % *templates
@@ -165,8 +204,23 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	w.Header().Set("Content-Type", "application/json")
+	proto := strings.Contains(r.Header.Get("Accept"), protobufType)
+	if proto {
+		w.Header().Set("Content-Type", protobufType)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	if q.Get("watch") == "1" || q.Get("watch") == "true" {
+		if proto {
+			if q.Get("sendInitialEvents") == "true" {
+				http.Error(w, "WatchList is served as JSON only", http.StatusBadRequest)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
 		s.watch(w, r)
 		return
 	}
@@ -175,7 +229,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c := q.Get("continue"); c != "" {
 		page, _ = strconv.Atoi(c)
 	}
-	pages := s.pagesFor(limit)
+	var pages [][]byte
+	if proto {
+		pages = s.protoPagesFor(limit)
+	} else {
+		pages = s.pagesFor(limit)
+	}
 	if page >= len(pages) {
 		http.Error(w, "bad continue", http.StatusBadRequest)
 		return
@@ -217,6 +276,40 @@ func (s *server) pagesFor(limit int) [][]byte {
 		}
 	}
 	s.pages[limit] = pages
+	return pages
+}
+
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+// protoPagesFor is pagesFor in protobuf: the same objects, the same pages.
+func (s *server) protoPagesFor(limit int) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit <= 0 || limit > len(s.objects) {
+		limit = len(s.objects)
+	}
+	if p, ok := s.protoPages[limit]; ok {
+		return p
+	}
+	var pages [][]byte
+	for start := 0; start < len(s.objects); start += limit {
+		end := min(start+limit, len(s.objects))
+		list := s.newList(s.objects[start:end])
+		lm, err := meta.ListAccessor(list)
+		if err != nil {
+			panic(err)
+		}
+		lm.SetResourceVersion(listRV)
+		if end < len(s.objects) {
+			lm.SetContinue(strconv.Itoa(len(pages) + 1))
+		}
+		var b bytes.Buffer
+		if err := s.protoSerial.Encode(list, &b); err != nil {
+			panic(err)
+		}
+		pages = append(pages, b.Bytes())
+	}
+	s.protoPages[limit] = pages
 	return pages
 }
 
