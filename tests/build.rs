@@ -3,9 +3,7 @@
 //! the built-in Pods and ConfigMaps in the memory-lean layout.
 
 fn main() {
-    let crds = informer_gen::Config::new()
-        .input("../generated-sample/schemas/crds")
-        .generate();
+    let crds = informer_gen::Config::new().input("../generated-sample/schemas/crds").generate();
     let lean = informer_gen::Config::new()
         .input("../generated-sample/schemas/swagger.json")
         .lean_type("io.k8s.api.core.v1.Pod")

@@ -44,13 +44,7 @@ struct NamespaceQueue {
 impl NamespaceQueue {
     fn new() -> (Self, mpsc::UnboundedReceiver<String>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (
-            NamespaceQueue {
-                queued: Arc::new(parking_lot::Mutex::new(HashSet::new())),
-                tx,
-            },
-            rx,
-        )
+        (NamespaceQueue { queued: Arc::new(parking_lot::Mutex::new(HashSet::new())), tx }, rx)
     }
 
     fn add(&self, ns: &str) {
@@ -93,16 +87,8 @@ impl EventHandler<ConfigMap> for ConfigMapEvents {
 pub fn desired_data(pods: &[Arc<Pod>]) -> BTreeMap<String, String> {
     let mut by_node: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for pod in pods {
-        let node = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .filter(|n| !n.is_empty());
-        if let (Some(node), None, Some(name)) = (
-            node,
-            &pod.metadata.deletion_timestamp,
-            pod.metadata.name.as_deref(),
-        ) {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
+        if let (Some(node), None, Some(name)) = (node, &pod.metadata.deletion_timestamp, pod.metadata.name.as_deref()) {
             by_node.entry(node.to_string()).or_default().push(name);
         }
     }
@@ -145,52 +131,28 @@ impl Controller {
         let (queue, rx) = NamespaceQueue::new();
         let pods = factory.core().v1().pods();
         let config_maps = factory.core().v1().configmaps();
-        pods.informer()?
-            .add_event_handler(PodEvents(queue.clone()))?;
-        config_maps
-            .informer()?
-            .add_event_handler(ConfigMapEvents(queue.clone()))?;
-        Ok(Controller {
-            pods: pods.lister()?,
-            config_maps: config_maps.lister()?,
-            factory,
-            client,
-            queue,
-            rx,
-        })
+        pods.informer()?.add_event_handler(PodEvents(queue.clone()))?;
+        config_maps.informer()?.add_event_handler(ConfigMapEvents(queue.clone()))?;
+        Ok(Controller { pods: pods.lister()?, config_maps: config_maps.lister()?, factory, client, queue, rx })
     }
 
     /// Brings the namespace's ConfigMap in line with its Pods, as the caches see them.
-    pub async fn reconcile(
-        &self,
-        ns: &str,
-    ) -> Result<Outcome, informer_runtime::reexports::kube_client::Error> {
+    pub async fn reconcile(&self, ns: &str) -> Result<Outcome, informer_runtime::reexports::kube_client::Error> {
         let desired = desired_data(&self.pods.pods(ns).list(&Selector::default()));
         let current = self.config_maps.configmaps(ns).get(CONFIG_MAP_NAME).ok();
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
         match current {
             None if desired.is_empty() => Ok(Outcome::Unchanged),
             Some(cm) if desired.is_empty() => {
-                let precondition = informer_runtime::reexports::kube_client::api::Preconditions {
-                    resource_version: cm.metadata.resource_version.clone(),
-                    uid: None,
-                };
-                api.delete(
-                    CONFIG_MAP_NAME,
-                    &DeleteParams {
-                        preconditions: Some(precondition),
-                        ..Default::default()
-                    },
-                )
-                .await?;
+                let precondition = informer_runtime::reexports::kube_client::api::Preconditions { resource_version: cm.metadata.resource_version.clone(), uid: None };
+                api.delete(CONFIG_MAP_NAME, &DeleteParams { preconditions: Some(precondition), ..Default::default() }).await?;
                 Ok(Outcome::Deleted)
             }
             Some(cm) if cm.data.as_ref() == Some(&desired) => Ok(Outcome::Unchanged),
             Some(cm) => {
                 let mut next = (*cm).clone();
                 next.data = Some(desired);
-                api.replace(CONFIG_MAP_NAME, &PostParams::default(), &next)
-                    .await?;
+                api.replace(CONFIG_MAP_NAME, &PostParams::default(), &next).await?;
                 Ok(Outcome::Updated)
             }
             None => {
@@ -212,17 +174,12 @@ impl Controller {
 
     /// Starts the informers, waits for their caches, then reconciles enqueued namespaces until
     /// `shutdown` completes; stops the informers before returning.
-    pub async fn run(
-        mut self,
-        shutdown: impl std::future::Future<Output = ()>,
-    ) -> Result<(), informer_runtime::Error> {
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<(), informer_runtime::Error> {
         self.factory.start()?;
         let synced = self.factory.wait_for_cache_sync().await;
         if synced.values().any(|ok| !ok) {
             self.factory.shutdown().await;
-            return Err(informer_runtime::Error::Transport(format!(
-                "caches never synced: {synced:?}"
-            )));
+            return Err(informer_runtime::Error::Transport(format!("caches never synced: {synced:?}")));
         }
         tracing::info!("caches synced; reconciling");
         tokio::pin!(shutdown);

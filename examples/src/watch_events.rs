@@ -25,11 +25,7 @@ pub struct EventLine {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub key: String,
     /// The object's resourceVersion (a tombstone's is the last one known).
-    #[serde(
-        default,
-        rename = "resourceVersion",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, rename = "resourceVersion", skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
     /// An add from the initial list.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -155,14 +155,30 @@ impl InformerFactoryExt for ::informer_runtime::SharedInformerFactory {
 /// `SharedInformerFactory::for_resource`.
 pub fn registry() -> ::informer_runtime::ResourceRegistry {
     let mut registry = ::informer_runtime::ResourceRegistry::new();
-    self::admissionregistration::v1::mutatingwebhookconfigurations::register(&mut registry);
-    self::admissionregistration::v1::validatingadmissionpolicies::register(&mut registry);
-    self::admissionregistration::v1::validatingadmissionpolicybindings::register(&mut registry);
-    self::admissionregistration::v1::validatingwebhookconfigurations::register(&mut registry);
-    self::admissionregistration::v1alpha1::mutatingadmissionpolicies::register(&mut registry);
-    self::admissionregistration::v1alpha1::mutatingadmissionpolicybindings::register(&mut registry);
-    self::admissionregistration::v1beta1::mutatingadmissionpolicies::register(&mut registry);
-    self::admissionregistration::v1beta1::mutatingadmissionpolicybindings::register(&mut registry);
+    self::admissionregistration::v1::mutatingwebhookconfigurations::register(
+        &mut registry,
+    );
+    self::admissionregistration::v1::validatingadmissionpolicies::register(
+        &mut registry,
+    );
+    self::admissionregistration::v1::validatingadmissionpolicybindings::register(
+        &mut registry,
+    );
+    self::admissionregistration::v1::validatingwebhookconfigurations::register(
+        &mut registry,
+    );
+    self::admissionregistration::v1alpha1::mutatingadmissionpolicies::register(
+        &mut registry,
+    );
+    self::admissionregistration::v1alpha1::mutatingadmissionpolicybindings::register(
+        &mut registry,
+    );
+    self::admissionregistration::v1beta1::mutatingadmissionpolicies::register(
+        &mut registry,
+    );
+    self::admissionregistration::v1beta1::mutatingadmissionpolicybindings::register(
+        &mut registry,
+    );
     self::apiextensions::v1::customresourcedefinitions::register(&mut registry);
     self::apiregistration::v1::apiservices::register(&mut registry);
     self::apps::v1::controllerrevisions::register(&mut registry);

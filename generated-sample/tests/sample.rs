@@ -5,21 +5,16 @@
 use std::time::Duration;
 
 use informer_gen_sample::InformerFactoryExt;
-use informer_gen_sample::cert_manager_io::v1::{
-    Certificate, CertificateSpecPrivateKeyAlgorithm, ClusterIssuer,
-};
+use informer_gen_sample::cert_manager_io::v1::{Certificate, CertificateSpecPrivateKeyAlgorithm, ClusterIssuer};
 use informer_runtime::reexports::k8s_openapi::api::apps::v1::Deployment;
 use informer_runtime::reexports::k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use informer_runtime::reexports::kube_client::{Client, Config};
 use informer_runtime::reexports::kube_core::Resource;
+use informer_runtime::testing::FakeApiServer;
+use informer_runtime::{Error, FactoryOptions, Gvr, InformerOptions, SharedIndexInformer, SharedInformerFactory, parse_label_selector};
 use informer_runtime::reexports::serde_json::{self, json};
 use informer_runtime::reexports::{serde, tokio};
-use informer_runtime::testing::FakeApiServer;
-use informer_runtime::{
-    Error, FactoryOptions, Gvr, InformerOptions, SharedIndexInformer, SharedInformerFactory,
-    parse_label_selector,
-};
 
 /// A client for an address nothing listens on: informers that are not replaced by
 /// in-memory ones could never sync, so a test that passes used the fakes.
@@ -31,43 +26,19 @@ fn meta(ns: Option<&str>, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
     ObjectMeta {
         namespace: ns.map(str::to_string),
         name: Some(name.to_string()),
-        labels: (!labels.is_empty()).then(|| {
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        }),
+        labels: (!labels.is_empty()).then(|| labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
         ..Default::default()
     }
 }
 
-fn fake<K>(
-    factory: &SharedInformerFactory,
-    server: &FakeApiServer<K>,
-    resource: &str,
-) -> SharedIndexInformer<K>
+fn fake<K>(factory: &SharedInformerFactory, server: &FakeApiServer<K>, resource: &str) -> SharedIndexInformer<K>
 where
-    K: Resource
-        + Clone
-        + serde::Serialize
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
     let server = server.clone();
     let resource = resource.to_string();
     factory
-        .informer_for_with::<K>(move |_| {
-            SharedIndexInformer::new(
-                server,
-                InformerOptions {
-                    resource,
-                    ..Default::default()
-                },
-            )
-        })
+        .informer_for_with::<K>(move |_| SharedIndexInformer::new(server, InformerOptions { resource, ..Default::default() }))
         .unwrap()
 }
 
@@ -81,63 +52,29 @@ fn certificate(ns: &str, name: &str, algorithm: &str) -> Certificate {
     .unwrap()
 }
 
-#[tokio::test(
-    crate = "informer_runtime::reexports::tokio",
-    flavor = "multi_thread",
-    worker_threads = 2
-)]
+#[tokio::test(crate = "informer_runtime::reexports::tokio", flavor = "multi_thread", worker_threads = 2)]
 async fn factory_accessors_and_typed_listers_read_the_shared_caches() {
     let factory = SharedInformerFactory::new(offline_client());
     let cms = FakeApiServer::<ConfigMap>::new();
-    cms.create(ConfigMap {
-        metadata: meta(Some("a"), "one", &[("app", "x")]),
-        ..Default::default()
-    });
-    cms.create(ConfigMap {
-        metadata: meta(Some("a"), "two", &[("app", "y")]),
-        ..Default::default()
-    });
-    cms.create(ConfigMap {
-        metadata: meta(Some("b"), "one", &[("app", "x")]),
-        ..Default::default()
-    });
+    cms.create(ConfigMap { metadata: meta(Some("a"), "one", &[("app", "x")]), ..Default::default() });
+    cms.create(ConfigMap { metadata: meta(Some("a"), "two", &[("app", "y")]), ..Default::default() });
+    cms.create(ConfigMap { metadata: meta(Some("b"), "one", &[("app", "x")]), ..Default::default() });
     let nss = FakeApiServer::<Namespace>::new();
-    nss.create(Namespace {
-        metadata: meta(None, "a", &[]),
-        ..Default::default()
-    });
+    nss.create(Namespace { metadata: meta(None, "a", &[]), ..Default::default() });
     let certs = FakeApiServer::<Certificate>::new();
     certs.create(certificate("a", "web", "ECDSA"));
     certs.create(certificate("b", "api", "SomethingNew"));
     let issuers = FakeApiServer::<ClusterIssuer>::new();
-    issuers.create(
-        serde_json::from_value(
-            json!({"metadata": {"name": "ca"}, "spec": {"ca": {"secretName": "ca-key"}}}),
-        )
-        .unwrap(),
-    );
+    issuers.create(serde_json::from_value(json!({"metadata": {"name": "ca"}, "spec": {"ca": {"secretName": "ca-key"}}})).unwrap());
 
     let cm_inf = fake(&factory, &cms, "configmaps");
     fake(&factory, &nss, "namespaces");
     fake(&factory, &certs, "certificates");
     fake(&factory, &issuers, "clusterissuers");
     // The generated accessor hands out the one shared informer.
-    assert_eq!(
-        factory
-            .core()
-            .v1()
-            .configmaps()
-            .informer()
-            .unwrap()
-            .lister()
-            .list_all()
-            .len(),
-        cm_inf.lister().list_all().len()
-    );
+    assert_eq!(factory.core().v1().configmaps().informer().unwrap().lister().list_all().len(), cm_inf.lister().list_all().len());
     assert_eq!(factory.start().unwrap(), 4);
-    let synced = tokio::time::timeout(Duration::from_secs(10), factory.wait_for_cache_sync())
-        .await
-        .unwrap();
+    let synced = tokio::time::timeout(Duration::from_secs(10), factory.wait_for_cache_sync()).await.unwrap();
     assert_eq!(synced.len(), 4, "{synced:?}");
     assert!(synced.values().all(|s| *s), "{synced:?}");
 
@@ -146,16 +83,7 @@ async fn factory_accessors_and_typed_listers_read_the_shared_caches() {
     assert_eq!(cm_lister.list(&app_x).len(), 2);
     assert_eq!(cm_lister.configmaps("a").list(&app_x).len(), 1);
     assert_eq!(cm_lister.configmaps("a").list(&Default::default()).len(), 2);
-    assert_eq!(
-        cm_lister
-            .configmaps("b")
-            .get("one")
-            .unwrap()
-            .metadata
-            .namespace
-            .as_deref(),
-        Some("b")
-    );
+    assert_eq!(cm_lister.configmaps("b").get("one").unwrap().metadata.namespace.as_deref(), Some("b"));
     let missing = cm_lister.configmaps("b").get("two").unwrap_err();
     assert!(missing.to_string().contains("two"), "{missing}");
 
@@ -163,55 +91,17 @@ async fn factory_accessors_and_typed_listers_read_the_shared_caches() {
     assert!(ns_lister.get("a").is_ok());
     assert!(ns_lister.get("zzz").is_err());
 
-    let cert_lister = factory
-        .cert_manager_io()
-        .v1()
-        .certificates()
-        .lister()
-        .unwrap();
+    let cert_lister = factory.cert_manager_io().v1().certificates().lister().unwrap();
     let web = cert_lister.certificates("a").get("web").unwrap();
-    let algo = web
-        .spec
-        .as_ref()
-        .unwrap()
-        .private_key
-        .as_ref()
-        .unwrap()
-        .algorithm
-        .clone();
+    let algo = web.spec.as_ref().unwrap().private_key.as_ref().unwrap().algorithm.clone();
     assert_eq!(algo, Some(CertificateSpecPrivateKeyAlgorithm::Ecdsa));
     // A value the schema does not list is kept, not an error.
     let api = cert_lister.certificates("b").get("api").unwrap();
-    let algo = api
-        .spec
-        .as_ref()
-        .unwrap()
-        .private_key
-        .as_ref()
-        .unwrap()
-        .algorithm
-        .clone();
-    assert_eq!(
-        algo,
-        Some(CertificateSpecPrivateKeyAlgorithm::Other(
-            "SomethingNew".into()
-        ))
-    );
-    assert_eq!(
-        cert_lister
-            .list(&parse_label_selector("team=a").unwrap())
-            .len(),
-        2
-    );
+    let algo = api.spec.as_ref().unwrap().private_key.as_ref().unwrap().algorithm.clone();
+    assert_eq!(algo, Some(CertificateSpecPrivateKeyAlgorithm::Other("SomethingNew".into())));
+    assert_eq!(cert_lister.list(&parse_label_selector("team=a").unwrap()).len(), 2);
 
-    let issuer = factory
-        .cert_manager_io()
-        .v1()
-        .clusterissuers()
-        .lister()
-        .unwrap()
-        .get("ca")
-        .unwrap();
+    let issuer = factory.cert_manager_io().v1().clusterissuers().lister().unwrap().get("ca").unwrap();
     assert_eq!(issuer.spec.ca.as_ref().unwrap().secret_name, "ca-key");
 
     // Changes reach the typed listers.
@@ -234,54 +124,22 @@ async fn wait_until(mut cond: impl FnMut() -> bool) {
 #[tokio::test(crate = "informer_runtime::reexports::tokio")]
 async fn for_resource_knows_every_generated_resource_and_names_unknown_ones() {
     let factory = informer_gen_sample::new_factory(offline_client(), FactoryOptions::default());
-    let generic = factory
-        .for_resource(&Gvr::new("apps", "v1", "deployments"))
-        .unwrap();
+    let generic = factory.for_resource(&Gvr::new("apps", "v1", "deployments")).unwrap();
     let typed: SharedIndexInformer<Deployment> = generic.downcast().expect("a Deployment informer");
     assert_eq!(typed.handler_count(), 0);
     // Shared with the typed accessor: a handler added through one is seen by the other.
     let via_accessor = factory.apps().v1().deployments().informer().unwrap();
-    let _reg = via_accessor
-        .add_event_handler(informer_runtime::HandlerFn(
-            |_: &informer_runtime::Event<Deployment>| {},
-        ))
-        .unwrap();
+    let _reg = via_accessor.add_event_handler(informer_runtime::HandlerFn(|_: &informer_runtime::Event<Deployment>| {})).unwrap();
     assert_eq!(typed.handler_count(), 1);
-    assert!(
-        factory
-            .for_resource(&Gvr::new("cert-manager.io", "v1", "certificates"))
-            .unwrap()
-            .downcast::<Certificate>()
-            .is_some()
-    );
-    assert!(
-        factory
-            .for_resource(&Gvr::new(
-                "gateway.networking.k8s.io",
-                "v1beta1",
-                "referencegrants"
-            ))
-            .is_ok()
-    );
-    let err = factory
-        .for_resource(&Gvr::new("example.com", "v1", "widgets"))
-        .err()
-        .expect("unknown GVR fails");
-    assert!(
-        matches!(&err, Error::NoInformerForResource(g) if g.resource == "widgets"),
-        "{err}"
-    );
+    assert!(factory.for_resource(&Gvr::new("cert-manager.io", "v1", "certificates")).unwrap().downcast::<Certificate>().is_some());
+    assert!(factory.for_resource(&Gvr::new("gateway.networking.k8s.io", "v1beta1", "referencegrants")).is_ok());
+    let err = factory.for_resource(&Gvr::new("example.com", "v1", "widgets")).err().expect("unknown GVR fails");
+    assert!(matches!(&err, Error::NoInformerForResource(g) if g.resource == "widgets"), "{err}");
     assert!(err.to_string().contains("example.com/v1/widgets"), "{err}");
     let registered = informer_gen_sample::registry().resources().count();
-    assert_eq!(
-        registered, 91,
-        "83 list/watch kinds of the v1.35 spec + 8 CRD versions"
-    );
+    assert_eq!(registered, 91, "83 list/watch kinds of the v1.35 spec + 8 CRD versions");
     factory.shutdown().await;
-    assert!(matches!(
-        factory.for_resource(&Gvr::new("apps", "v1", "deployments")),
-        Err(Error::ShutDown)
-    ));
+    assert!(matches!(factory.for_resource(&Gvr::new("apps", "v1", "deployments")), Err(Error::ShutDown)));
 }
 
 #[test]
@@ -303,22 +161,12 @@ fn crd_types_round_trip_and_serialize_their_type_meta() {
     let cert: Certificate = serde_json::from_value(input.clone()).unwrap();
     assert_eq!(serde_json::to_value(&cert).unwrap(), input);
     // Built in Rust, it still carries apiVersion and kind (so kube's Api can send it).
-    let built = Certificate {
-        metadata: meta(Some("a"), "x", &[]),
-        spec: None,
-        status: None,
-    };
+    let built = Certificate { metadata: meta(Some("a"), "x", &[]), spec: None, status: None };
     let v = serde_json::to_value(&built).unwrap();
     assert_eq!(v["apiVersion"], "cert-manager.io/v1");
     assert_eq!(v["kind"], "Certificate");
     assert_eq!(Certificate::plural(&()), "certificates");
     assert_eq!(ClusterIssuer::api_version(&()), "cert-manager.io/v1");
-    assert_eq!(
-        Certificate::url_path(&(), Some("a")),
-        "/apis/cert-manager.io/v1/namespaces/a/certificates"
-    );
-    assert_eq!(
-        ClusterIssuer::url_path(&(), None),
-        "/apis/cert-manager.io/v1/clusterissuers"
-    );
+    assert_eq!(Certificate::url_path(&(), Some("a")), "/apis/cert-manager.io/v1/namespaces/a/certificates");
+    assert_eq!(ClusterIssuer::url_path(&(), None), "/apis/cert-manager.io/v1/clusterissuers");
 }

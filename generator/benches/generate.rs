@@ -8,13 +8,7 @@ use std::time::{Duration, Instant};
 
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn main() {
@@ -22,10 +16,7 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/schemas"));
     if !schemas.join("crds").is_dir() {
-        println!(
-            "skipped: no schema corpus at {} (set INFORMER_GEN_SCHEMAS)",
-            schemas.display()
-        );
+        println!("skipped: no schema corpus at {} (set INFORMER_GEN_SCHEMAS)", schemas.display());
         return;
     }
     let mut cfg = informer_gen::Config::new();
@@ -48,9 +39,7 @@ fn main() {
         resources = r.resources.len();
     }
     times.sort();
-    println!(
-        "| input | resources | files | bytes out | wall (median of 5) | min..max | peak RSS |"
-    );
+    println!("| input | resources | files | bytes out | wall (median of 5) | min..max | peak RSS |");
     println!("|---|---|---|---|---|---|---|");
     println!(
         "| v1.35 v2 + v3 + CRD corpus | {resources} | {files} | {bytes} | {:.2?} | {:.2?}..{:.2?} | {} MiB |",

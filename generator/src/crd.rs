@@ -10,16 +10,7 @@ use crate::error::{Error, Result};
 use crate::model::{ObjectType, Resource};
 
 /// The verbs every custom resource serves.
-const CRD_VERBS: [&str; 8] = [
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
+const CRD_VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 /// One resource per served version of `crd` (at JSON pointer `at` in `file`).
 pub fn resources(file: &Path, crd: &Value, at: &str) -> Result<Vec<Resource>> {
@@ -35,13 +26,7 @@ pub fn resources(file: &Path, crd: &Value, at: &str) -> Result<Vec<Resource>> {
     let namespaced = match str_at("/spec/scope")?.as_str() {
         "Namespaced" => true,
         "Cluster" => false,
-        other => {
-            return Err(Error::new(
-                file,
-                format!("{at}/spec/scope"),
-                format!("unknown scope {other:?}"),
-            ));
-        }
+        other => return Err(Error::new(file, format!("{at}/spec/scope"), format!("unknown scope {other:?}"))),
     };
     let versions = crd
         .pointer("/spec/versions")
@@ -67,15 +52,9 @@ pub fn resources(file: &Path, crd: &Value, at: &str) -> Result<Vec<Resource>> {
             kind: kind.clone(),
             plural: plural.clone(),
             namespaced,
-            verbs: CRD_VERBS
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<BTreeSet<_>>(),
+            verbs: CRD_VERBS.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>(),
             source: file.to_path_buf(),
-            object: ObjectType::Crd {
-                schema,
-                pointer: format!("{vat}/schema/openAPIV3Schema"),
-            },
+            object: ObjectType::Crd { schema, pointer: format!("{vat}/schema/openAPIV3Schema") },
         });
     }
     Ok(out)

@@ -19,11 +19,7 @@ pub struct Error {
 impl Error {
     /// An error about `file` at `schema_path`.
     pub fn new(file: &Path, schema_path: impl Into<String>, message: impl Into<String>) -> Self {
-        Error {
-            file: file.to_path_buf(),
-            schema_path: schema_path.into(),
-            message: message.into(),
-        }
+        Error { file: file.to_path_buf(), schema_path: schema_path.into(), message: message.into() }
     }
 }
 
@@ -32,13 +28,7 @@ impl fmt::Display for Error {
         if self.schema_path.is_empty() {
             write!(f, "{}: {}", self.file.display(), self.message)
         } else {
-            write!(
-                f,
-                "{}: at {}: {}",
-                self.file.display(),
-                self.schema_path,
-                self.message
-            )
+            write!(f, "{}: at {}: {}", self.file.display(), self.schema_path, self.message)
         }
     }
 }

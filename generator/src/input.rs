@@ -24,8 +24,7 @@ pub enum Document {
 pub fn collect_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for input in inputs {
-        let meta = std::fs::metadata(input)
-            .map_err(|e| Error::new(input, "", format!("cannot read: {e}")))?;
+        let meta = std::fs::metadata(input).map_err(|e| Error::new(input, "", format!("cannot read: {e}")))?;
         if meta.is_dir() {
             walk(input, &mut out)?;
         } else {
@@ -38,18 +37,12 @@ pub fn collect_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| Error::new(dir, "", format!("cannot list directory: {e}")))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::new(dir, "", format!("cannot list directory: {e}")))?;
     for entry in entries {
-        let path = entry
-            .map_err(|e| Error::new(dir, "", format!("cannot list directory: {e}")))?
-            .path();
+        let path = entry.map_err(|e| Error::new(dir, "", format!("cannot list directory: {e}")))?.path();
         if path.is_dir() {
             walk(&path, out)?;
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("json" | "yaml" | "yml")
-        ) {
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("json" | "yaml" | "yml")) {
             out.push(path);
         }
     }
@@ -58,13 +51,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 
 /// The documents of one file.
 pub fn read(file: &Path) -> Result<Vec<Document>> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Error::new(file, "", format!("cannot read: {e}")))?;
+    let text = std::fs::read_to_string(file).map_err(|e| Error::new(file, "", format!("cannot read: {e}")))?;
     let values = if text.trim_start().starts_with('{') {
-        vec![
-            serde_json::from_str(&text)
-                .map_err(|e| Error::new(file, "", format!("invalid JSON: {e}")))?,
-        ]
+        vec![serde_json::from_str(&text).map_err(|e| Error::new(file, "", format!("invalid JSON: {e}")))?]
     } else {
         crate::yaml::documents(&text).map_err(|e| Error::new(file, "", e))?
     };
@@ -74,11 +63,7 @@ pub fn read(file: &Path) -> Result<Vec<Document>> {
     let multi = values.len() > 1;
     let mut out = Vec::new();
     for (i, v) in values.into_iter().enumerate() {
-        let base = if multi {
-            format!("(document {i})")
-        } else {
-            String::new()
-        };
+        let base = if multi { format!("(document {i})") } else { String::new() };
         classify(file, v, base, &mut out)?;
     }
     Ok(out)
@@ -99,30 +84,20 @@ fn classify(file: &Path, v: Value, at: String, out: &mut Vec<Document>) -> Resul
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => out.push(Document::Crd(v, at)),
         (_, "CustomResourceDefinitionList" | "List") => {
             let Some(Value::Array(items)) = v.get("items").cloned() else {
-                return Err(Error::new(
-                    file,
-                    format!("{at}/items"),
-                    "a list without items",
-                ));
+                return Err(Error::new(file, format!("{at}/items"), "a list without items"));
             };
             for (i, item) in items.into_iter().enumerate() {
                 classify(file, item, format!("{at}/items/{i}"), out)?;
             }
         }
         (av, "CustomResourceDefinition") => {
-            return Err(Error::new(
-                file,
-                at,
-                format!("CRDs of {av} are not supported; convert them to apiextensions.k8s.io/v1"),
-            ));
+            return Err(Error::new(file, at, format!("CRDs of {av} are not supported; convert them to apiextensions.k8s.io/v1")));
         }
         _ => {
             return Err(Error::new(
                 file,
                 at,
-                format!(
-                    "neither an OpenAPI v2/v3 spec nor a CustomResourceDefinition (apiVersion {api_version:?}, kind {kind:?})"
-                ),
+                format!("neither an OpenAPI v2/v3 spec nor a CustomResourceDefinition (apiVersion {api_version:?}, kind {kind:?})"),
             ));
         }
     }

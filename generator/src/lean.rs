@@ -58,10 +58,7 @@ pub type Definitions = BTreeMap<String, Definition>;
 pub fn collect_definitions(file: &std::path::Path, doc: &Value, out: &mut Definitions) {
     let (base, defs) = match doc.get("definitions") {
         Some(d) => ("/definitions", Some(d)),
-        None => (
-            "/components/schemas",
-            doc.get("components").and_then(|c| c.get("schemas")),
-        ),
+        None => ("/components/schemas", doc.get("components").and_then(|c| c.get("schemas"))),
     };
     for (name, schema) in defs.and_then(Value::as_object).into_iter().flatten() {
         out.entry(name.clone()).or_insert_with(|| Definition {
@@ -104,25 +101,17 @@ fn location(name: &str) -> Option<(Vec<String>, String)> {
 fn ref_name(schema: &Value) -> Option<&str> {
     let r = schema.get("$ref").or_else(|| {
         // OpenAPI v3 wraps property references: `allOf: [{$ref}]`.
-        match schema
-            .get("allOf")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-        {
+        match schema.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
             Some([only]) => only.get("$ref"),
             _ => None,
         }
     })?;
     let r = r.as_str()?;
-    r.strip_prefix("#/definitions/")
-        .or_else(|| r.strip_prefix("#/components/schemas/"))
+    r.strip_prefix("#/definitions/").or_else(|| r.strip_prefix("#/components/schemas/"))
 }
 
 fn has_properties(schema: &Value) -> bool {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|p| !p.is_empty())
+    schema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
 }
 
 /// A lean resource root: its definition and the resource it serves.
@@ -143,57 +132,30 @@ pub struct LeanGen<'a> {
 
 impl<'a> LeanGen<'a> {
     /// A generator for the lean roots `lean` among `chosen`.
-    pub fn new(
-        defs: &'a Definitions,
-        externs: &'a ExternPaths,
-        lean: &BTreeSet<String>,
-        chosen: &[&'a Resource],
-    ) -> Result<Self> {
+    pub fn new(defs: &'a Definitions, externs: &'a ExternPaths, lean: &BTreeSet<String>, chosen: &[&'a Resource]) -> Result<Self> {
         let mut roots = BTreeMap::new();
         for name in lean {
-            let mut users = chosen.iter().filter(
-                |r| matches!(&r.object, crate::model::ObjectType::Definition(d) if d == name),
-            );
+            let mut users = chosen.iter().filter(|r| matches!(&r.object, crate::model::ObjectType::Definition(d) if d == name));
             let Some(first) = users.next() else {
                 return Err(Error::new(
                     std::path::Path::new("--lean"),
                     "",
-                    format!(
-                        "{name}: no resource with list and watch in the inputs has this definition as its object type"
-                    ),
+                    format!("{name}: no resource with list and watch in the inputs has this definition as its object type"),
                 ));
             };
-            if let Some(other) = users.find(|r| {
-                (&r.group, &r.version, &r.kind) != (&first.group, &first.version, &first.kind)
-            }) {
+            if let Some(other) = users.find(|r| (&r.group, &r.version, &r.kind) != (&first.group, &first.version, &first.kind)) {
                 return Err(Error::new(
                     &other.source,
                     "/paths",
-                    format!(
-                        "{name} is the object type of both {} and {}; a lean root serves one kind",
-                        first.plural, other.plural
-                    ),
+                    format!("{name} is the object type of both {} and {}; a lean root serves one kind", first.plural, other.plural),
                 ));
             }
             if location(name).is_none() || !defs.contains_key(name) {
-                return Err(Error::new(
-                    &first.source,
-                    "",
-                    format!(
-                        "{name}: the lean layout needs an io.k8s. definition present in the inputs"
-                    ),
-                ));
+                return Err(Error::new(&first.source, "", format!("{name}: the lean layout needs an io.k8s. definition present in the inputs")));
             }
             roots.insert(name.clone(), Root { resource: first });
         }
-        Ok(LeanGen {
-            defs,
-            externs,
-            roots,
-            queued: BTreeSet::new(),
-            queue: VecDeque::new(),
-            modules: BTreeMap::new(),
-        })
+        Ok(LeanGen { defs, externs, roots, queued: BTreeSet::new(), queue: VecDeque::new(), modules: BTreeMap::new() })
     }
 
     /// The path of a lean root from the generated tree's root (`lean::api::core::v1::Pod`).
@@ -222,9 +184,7 @@ impl<'a> LeanGen<'a> {
             items.sort_by(|a, b| a.0.cmp(&b.0));
             let mut node = &mut tree;
             for (i, s) in segs.iter().enumerate() {
-                node = node.children.entry(s.clone()).or_insert_with(|| {
-                    ModuleTree::new(&format!("Lean types of `{}`.", segs[..=i].join(".")))
-                });
+                node = node.children.entry(s.clone()).or_insert_with(|| ModuleTree::new(&format!("Lean types of `{}`.", segs[..=i].join("."))));
             }
             node.items.extend(items.into_iter().map(|(_, t)| t));
         }
@@ -242,18 +202,8 @@ impl<'a> LeanGen<'a> {
         let (segs, ty) = location(name).expect("only io.k8s. definitions are queued");
         let schema = &def.schema;
         let is_root = self.roots.contains_key(name);
-        let props = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten();
-        let required: BTreeSet<&str> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+        let props = schema.get("properties").and_then(Value::as_object).into_iter().flatten();
+        let required: BTreeSet<&str> = schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
         let mut fields = Vec::new();
         let mut ser = Vec::new();
         let mut field_names = UniqueNames::default();
@@ -266,11 +216,7 @@ impl<'a> LeanGen<'a> {
             let fname = field_names.take(&field_name(pname), "_");
             let fid = field_ident(&fname);
             let doc = docs(pschema);
-            let req = if required.contains(pname.as_str()) {
-                " Required by the schema."
-            } else {
-                ""
-            };
+            let req = if required.contains(pname.as_str()) { " Required by the schema." } else { "" };
             fields.push(quote! {
                 #doc
                 #[doc = #req]
@@ -307,40 +253,17 @@ impl<'a> LeanGen<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn root_items(
-        &self,
-        name: &str,
-        tid: &proc_macro2::Ident,
-        doc: &TokenStream,
-        fields: &[TokenStream],
-        ser: &[TokenStream],
-        r: &Resource,
-        file: &std::path::Path,
-    ) -> Result<TokenStream> {
-        let k8s = self.externs.definition(name).ok_or_else(|| {
-            Error::new(
-                file,
-                "",
-                format!("{name}: no k8s-openapi type to convert to"),
-            )
-        })?;
-        let k8s: syn::Type = syn::parse_str(&k8s)
-            .map_err(|e| Error::new(file, "", format!("extern path {k8s:?}: {e}")))?;
+    fn root_items(&self, name: &str, tid: &proc_macro2::Ident, doc: &TokenStream, fields: &[TokenStream], ser: &[TokenStream], r: &Resource, file: &std::path::Path) -> Result<TokenStream> {
+        let k8s = self.externs.definition(name).ok_or_else(|| Error::new(file, "", format!("{name}: no k8s-openapi type to convert to")))?;
+        let k8s: syn::Type = syn::parse_str(&k8s).map_err(|e| Error::new(file, "", format!("extern path {k8s:?}: {e}")))?;
         let (group, version, kind, plural) = (&r.group, &r.version, &r.kind, &r.plural);
-        let api_version = if group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{group}/{version}")
-        };
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
         let scope = if r.namespaced {
             quote!(::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope)
         } else {
             quote!(::informer_runtime::reexports::k8s_openapi::ClusterResourceScope)
         };
-        let what = format!(
-            " Lean `{kind}` ({api_version}, resource `{plural}`): the same JSON as [`{}`], held in less memory.",
-            quote!(#k8s).to_string().replace(' ', "")
-        );
+        let what = format!(" Lean `{kind}` ({api_version}, resource `{plural}`): the same JSON as [`{}`], held in less memory.", quote!(#k8s).to_string().replace(' ', ""));
         Ok(quote! {
             #doc
             ///
@@ -414,14 +337,7 @@ impl<'a> LeanGen<'a> {
     }
 
     /// The lean Rust type of a property schema, from a module at `from`.
-    fn field_type(
-        &mut self,
-        schema: &Value,
-        from: &[String],
-        file: &std::path::Path,
-        ptr: &str,
-        owner: &str,
-    ) -> Result<TokenStream> {
+    fn field_type(&mut self, schema: &Value, from: &[String], file: &std::path::Path, ptr: &str, owner: &str) -> Result<TokenStream> {
         let lean: syn::Path = syn::parse_str(LEAN).expect("valid path");
         if let Some(name) = ref_name(schema) {
             return self.ref_type(name, from, file, ptr, owner);
@@ -440,52 +356,27 @@ impl<'a> LeanGen<'a> {
             Some("boolean") => quote!(bool),
             Some("array") => {
                 let item = match schema.get("items") {
-                    Some(items) if items.is_object() => {
-                        self.field_type(items, from, file, &format!("{ptr}/items"), owner)?
-                    }
+                    Some(items) if items.is_object() => self.field_type(items, from, file, &format!("{ptr}/items"), owner)?,
                     _ => quote!(#lean::RawJson),
                 };
                 quote!(::std::boxed::Box<[#item]>)
             }
             Some("object") | None if has_properties(schema) => {
-                return Err(Error::new(
-                    file,
-                    ptr,
-                    "an inline object with properties; the lean layout expects named definitions here",
-                ));
+                return Err(Error::new(file, ptr, "an inline object with properties; the lean layout expects named definitions here"));
             }
             Some("object") => match schema.get("additionalProperties") {
                 Some(ap) if ap.is_object() => {
-                    let v = self.field_type(
-                        ap,
-                        from,
-                        file,
-                        &format!("{ptr}/additionalProperties"),
-                        owner,
-                    )?;
+                    let v = self.field_type(ap, from, file, &format!("{ptr}/additionalProperties"), owner)?;
                     quote!(#lean::Map<#v>)
                 }
                 _ => quote!(#lean::RawJson),
             },
             None => quote!(#lean::RawJson),
-            Some(other) => {
-                return Err(Error::new(
-                    file,
-                    format!("{ptr}/type"),
-                    format!("unsupported type {other:?}"),
-                ));
-            }
+            Some(other) => return Err(Error::new(file, format!("{ptr}/type"), format!("unsupported type {other:?}"))),
         })
     }
 
-    fn ref_type(
-        &mut self,
-        name: &str,
-        from: &[String],
-        file: &std::path::Path,
-        ptr: &str,
-        owner: &str,
-    ) -> Result<TokenStream> {
+    fn ref_type(&mut self, name: &str, from: &[String], file: &std::path::Path, ptr: &str, owner: &str) -> Result<TokenStream> {
         let lean: syn::Path = syn::parse_str(LEAN).expect("valid path");
         match special(name) {
             Some(Special::Str) => return Ok(quote!(#lean::Str)),
@@ -494,11 +385,7 @@ impl<'a> LeanGen<'a> {
             None => {}
         }
         let Some(def) = self.defs.get(name) else {
-            return Err(Error::new(
-                file,
-                ptr,
-                format!("$ref to {name}, which the inputs do not define"),
-            ));
+            return Err(Error::new(file, ptr, format!("$ref to {name}, which the inputs do not define")));
         };
         if !has_properties(&def.schema) {
             // An alias of a simple type (or a free-form object): its own mapping, inline.
@@ -508,18 +395,10 @@ impl<'a> LeanGen<'a> {
             return self.field_type(&schema, from, &f, &at, owner);
         }
         if self.roots.contains_key(name) {
-            return Err(Error::new(
-                file,
-                ptr,
-                format!("{owner} refers to {name}, a lean root; roots are not shared sub-objects"),
-            ));
+            return Err(Error::new(file, ptr, format!("{owner} refers to {name}, a lean root; roots are not shared sub-objects")));
         }
         let Some((segs, ty)) = location(name) else {
-            return Err(Error::new(
-                file,
-                ptr,
-                format!("$ref to {name}: the lean layout maps only io.k8s. definitions"),
-            ));
+            return Err(Error::new(file, ptr, format!("$ref to {name}: the lean layout maps only io.k8s. definitions")));
         };
         self.enqueue(name);
         let ups = from.iter().map(|_| quote!(super));

@@ -53,32 +53,17 @@ pub fn load_resources(inputs: &[PathBuf]) -> Result<Vec<Resource>> {
 
 /// Every resource in `files`, the files collected from `inputs`; also the OpenAPI
 /// definitions into `defs` when given.
-fn resources_of(
-    inputs: &[PathBuf],
-    files: &[PathBuf],
-    mut defs: Option<&mut lean::Definitions>,
-) -> Result<Vec<Resource>> {
+fn resources_of(inputs: &[PathBuf], files: &[PathBuf], mut defs: Option<&mut lean::Definitions>) -> Result<Vec<Resource>> {
     if files.is_empty() {
-        let shown = inputs
-            .first()
-            .map(PathBuf::as_path)
-            .unwrap_or(Path::new("."));
-        return Err(Error::new(
-            shown,
-            "",
-            "no .json, .yaml or .yml files in the inputs",
-        ));
+        let shown = inputs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
+        return Err(Error::new(shown, "", "no .json, .yaml or .yml files in the inputs"));
     }
     let mut out = Vec::new();
     for file in files {
         for doc in input::read(file)? {
             match doc {
                 input::Document::OpenApiV2(v) | input::Document::OpenApiV3(v) => {
-                    let flavor = if v.get("swagger").is_some() {
-                        openapi::Flavor::V2
-                    } else {
-                        openapi::Flavor::V3
-                    };
+                    let flavor = if v.get("swagger").is_some() { openapi::Flavor::V2 } else { openapi::Flavor::V3 };
                     if let Some(defs) = defs.as_deref_mut() {
                         lean::collect_definitions(file, &v, defs);
                     }
@@ -159,8 +144,7 @@ impl Config {
 
     /// Adds several inputs.
     pub fn inputs<P: AsRef<Path>>(&mut self, paths: impl IntoIterator<Item = P>) -> &mut Self {
-        self.inputs
-            .extend(paths.into_iter().map(|p| p.as_ref().to_path_buf()));
+        self.inputs.extend(paths.into_iter().map(|p| p.as_ref().to_path_buf()));
         self
     }
 
@@ -209,13 +193,7 @@ impl Config {
             Some(d) => Ok(d.clone()),
             None => std::env::var_os("OUT_DIR")
                 .map(PathBuf::from)
-                .ok_or_else(|| {
-                    Error::new(
-                        Path::new("OUT_DIR"),
-                        "",
-                        "no out_dir set and OUT_DIR is not in the environment",
-                    )
-                }),
+                .ok_or_else(|| Error::new(Path::new("OUT_DIR"), "", "no out_dir set and OUT_DIR is not in the environment")),
         }
     }
 
@@ -224,11 +202,7 @@ impl Config {
         let out_dir = self.resolved_out_dir()?;
         let input_files = input::collect_files(&self.inputs)?;
         let mut defs = lean::Definitions::new();
-        let all = resources_of(
-            &self.inputs,
-            &input_files,
-            (!self.lean.is_empty()).then_some(&mut defs),
-        )?;
+        let all = resources_of(&self.inputs, &input_files, (!self.lean.is_empty()).then_some(&mut defs))?;
         let chosen = emit::informer_resources(&all);
         let tree = emit::emit(&chosen, &self.externs, &self.lean, &defs)?;
         let resources: Vec<Resource> = chosen.into_iter().cloned().collect();
@@ -236,26 +210,15 @@ impl Config {
         match &self.layout {
             Layout::SingleFile(name) => {
                 let path = out_dir.join(name);
-                files.insert(
-                    path.clone(),
-                    output::render(&path, tree.to_inline_tokens(false))?,
-                );
+                files.insert(path.clone(), output::render(&path, tree.to_inline_tokens(false))?);
             }
             Layout::ModuleTree => tree.to_files(&out_dir, "mod.rs", &mut files)?,
             Layout::Package(name) => {
                 tree.to_files(&out_dir.join("src"), "lib.rs", &mut files)?;
-                files.insert(
-                    out_dir.join("Cargo.toml"),
-                    package_manifest(name, &self.runtime_path),
-                );
+                files.insert(out_dir.join("Cargo.toml"), package_manifest(name, &self.runtime_path));
             }
         }
-        Ok(Rendered {
-            out_dir,
-            files,
-            resources,
-            input_files,
-        })
+        Ok(Rendered { out_dir, files, resources, input_files })
     }
 
     fn print_rerun(&self, r: &Rendered) {
@@ -270,11 +233,7 @@ impl Config {
     /// removed in the tree and package layouts).
     pub fn generate(&self) -> Result<(Rendered, WriteReport)> {
         let r = self.render()?;
-        let report = output::write(
-            &r.out_dir,
-            &r.files,
-            !matches!(self.layout, Layout::SingleFile(_)),
-        )?;
+        let report = output::write(&r.out_dir, &r.files, !matches!(self.layout, Layout::SingleFile(_)))?;
         self.print_rerun(&r);
         Ok((r, report))
     }
@@ -282,11 +241,7 @@ impl Config {
     /// Renders and lists the files that differ from what is on disk (empty: up to date).
     pub fn check(&self) -> Result<(Rendered, Vec<PathBuf>)> {
         let r = self.render()?;
-        let differ = output::check(
-            &r.out_dir,
-            &r.files,
-            !matches!(self.layout, Layout::SingleFile(_)),
-        );
+        let differ = output::check(&r.out_dir, &r.files, !matches!(self.layout, Layout::SingleFile(_)));
         Ok((r, differ))
     }
 }

@@ -23,11 +23,10 @@ use heck::{ToPascalCase, ToSnakeCase};
 use proc_macro2::{Ident, Span};
 
 const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
-    "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
-    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
-    "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn", "for",
+    "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self",
+    "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "abstract", "become", "box",
+    "do", "final", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
 ];
 
 /// True for Rust keywords (strict, reserved and edition 2024).
@@ -37,16 +36,7 @@ pub fn is_keyword(s: &str) -> bool {
 
 /// `s` reduced to `[A-Za-z0-9_]`, not starting with a digit, never empty.
 fn sanitize(s: &str) -> String {
-    let mut out: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if out.is_empty() || out == "_" {
         out = "field".into();
     }
@@ -72,11 +62,7 @@ pub fn field_name(name: &str) -> String {
     let snake = name.to_snake_case();
     let n = sanitize(if snake.is_empty() { name } else { &snake });
     if is_keyword(&n) {
-        if matches!(n.as_str(), "self" | "Self" | "super" | "crate") {
-            format!("{n}_")
-        } else {
-            format!("r#{n}")
-        }
+        if matches!(n.as_str(), "self" | "Self" | "super" | "crate") { format!("{n}_") } else { format!("r#{n}") }
     } else {
         n
     }
@@ -93,16 +79,8 @@ pub fn field_ident(s: &str) -> Ident {
 /// A PascalCase type name part for `s`.
 pub fn type_part(s: &str) -> String {
     let p = s.to_pascal_case();
-    let p = if p.is_empty() {
-        "Field".to_string()
-    } else {
-        sanitize(&p)
-    };
-    if p.starts_with('_') {
-        format!("T{p}")
-    } else {
-        p
-    }
+    let p = if p.is_empty() { "Field".to_string() } else { sanitize(&p) };
+    if p.starts_with('_') { format!("T{p}") } else { p }
 }
 
 /// The module name of every group, following the rule in this module's docs.
@@ -125,11 +103,7 @@ pub fn group_modules<'a>(groups: impl IntoIterator<Item = &'a str>) -> BTreeMap<
             *count.entry(module_name(g)).or_default() += 0;
         }
     }
-    let full_names: BTreeSet<String> = groups
-        .iter()
-        .filter(|g| !g.is_empty())
-        .map(|g| module_name(g))
-        .collect();
+    let full_names: BTreeSet<String> = groups.iter().filter(|g| !g.is_empty()).map(|g| module_name(g)).collect();
     let mut taken = BTreeSet::new();
     let mut out = BTreeMap::new();
     for g in &groups {
@@ -179,17 +153,7 @@ mod tests {
 
     #[test]
     fn group_names_follow_the_rule() {
-        let m = group_modules([
-            "",
-            "apps",
-            "rbac.authorization.k8s.io",
-            "cert-manager.io",
-            "policy",
-            "policy.networking.k8s.io",
-            "gateway.networking.k8s.io",
-            "a-b.io",
-            "a.b.io",
-        ]);
+        let m = group_modules(["", "apps", "rbac.authorization.k8s.io", "cert-manager.io", "policy", "policy.networking.k8s.io", "gateway.networking.k8s.io", "a-b.io", "a.b.io"]);
         assert_eq!(m[""], "core");
         assert_eq!(m["apps"], "apps");
         assert_eq!(m["rbac.authorization.k8s.io"], "rbac");
@@ -209,6 +173,6 @@ mod tests {
         assert_eq!(field_name("$ref"), "r#ref");
         assert_eq!(field_name("x-kubernetes-foo"), "x_kubernetes_foo");
         assert_eq!(field_name("3d"), "_3d");
-        assert_eq!(type_part("="), "Field");
+        assert_eq!(type_part("=") , "Field");
     }
 }

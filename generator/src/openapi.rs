@@ -46,53 +46,28 @@ pub enum Flavor {
 const OPERATIONS: [&str; 6] = ["get", "put", "post", "delete", "patch", "head"];
 
 /// Every resource of `doc` that has a kind; the quirk pass then turns them into [`Resource`]s.
-pub fn scan(
-    file: &Path,
-    doc: &Value,
-    flavor: Flavor,
-) -> Result<BTreeMap<(String, String, String), Found>> {
-    let paths = doc.get("paths").and_then(Value::as_object).ok_or_else(|| {
-        Error::new(
-            file,
-            "/paths",
-            "an OpenAPI document without a `paths` object",
-        )
-    })?;
+pub fn scan(file: &Path, doc: &Value, flavor: Flavor) -> Result<BTreeMap<(String, String, String), Found>> {
+    let paths = doc
+        .get("paths")
+        .and_then(Value::as_object)
+        .ok_or_else(|| Error::new(file, "/paths", "an OpenAPI document without a `paths` object"))?;
     let mut found: BTreeMap<(String, String, String), Found> = BTreeMap::new();
     for (path, item) in paths {
-        let Some(parsed) = parse_path(path) else {
-            continue;
-        };
-        let item = item.as_object().ok_or_else(|| {
-            Error::new(
-                file,
-                format!("/paths/{}", pointer_segment(path)),
-                "a path item must be an object",
-            )
-        })?;
+        let Some(parsed) = parse_path(path) else { continue };
+        let item = item
+            .as_object()
+            .ok_or_else(|| Error::new(file, format!("/paths/{}", pointer_segment(path)), "a path item must be an object"))?;
         let path_params = item.get("parameters");
         for op_name in OPERATIONS {
-            let Some(op) = item.get(op_name) else {
-                continue;
-            };
+            let Some(op) = item.get(op_name) else { continue };
             let at = format!("/paths/{}/{op_name}", pointer_segment(path));
-            let Some(action) = op.get("x-kubernetes-action").and_then(Value::as_str) else {
-                continue;
-            };
-            let Some(gvk) = op.get("x-kubernetes-group-version-kind") else {
-                continue;
-            };
+            let Some(action) = op.get("x-kubernetes-action").and_then(Value::as_str) else { continue };
+            let Some(gvk) = op.get("x-kubernetes-group-version-kind") else { continue };
             let field = |k: &str| {
                 gvk.get(k)
                     .and_then(Value::as_str)
                     .map(str::to_string)
-                    .ok_or_else(|| {
-                        Error::new(
-                            file,
-                            format!("{at}/x-kubernetes-group-version-kind"),
-                            format!("missing `{k}`"),
-                        )
-                    })
+                    .ok_or_else(|| Error::new(file, format!("{at}/x-kubernetes-group-version-kind"), format!("missing `{k}`")))
             };
             let (g, v, k) = (field("group")?, field("version")?, field("kind")?);
             if g != parsed.group || v != parsed.version {
@@ -100,13 +75,7 @@ pub fn scan(
                 // subresource) are not this resource's.
                 continue;
             }
-            let entry = found
-                .entry((
-                    parsed.group.clone(),
-                    parsed.version.clone(),
-                    parsed.plural.clone(),
-                ))
-                .or_default();
+            let entry = found.entry((parsed.group.clone(), parsed.version.clone(), parsed.plural.clone())).or_default();
             entry.namespaced |= parsed.namespaced;
             entry.gvk.get_or_insert((g, v, k));
             // kubectl's verb names: `watchlist` is a watch, `post` a create, `put` an update.
@@ -117,18 +86,14 @@ pub fn scan(
                 a => a,
             };
             entry.actions.insert(action.to_string());
-            if action == "list"
-                && has_param(doc, op.get("parameters"), "watch")
-                    | has_param(doc, path_params, "watch")
-            {
+            if action == "list" && has_param(doc, op.get("parameters"), "watch") | has_param(doc, path_params, "watch") {
                 entry.list_has_watch_param = true;
             }
             let def = response_definition(doc, op, flavor);
             match (action, def) {
                 ("get", Some(d)) => entry.definition = Some(d),
                 ("list", Some(d)) if !entry.definition_from_get => {
-                    entry.list_definition =
-                        Some(list_item_definition(doc, &d, flavor).unwrap_or(d));
+                    entry.list_definition = Some(list_item_definition(doc, &d, flavor).unwrap_or(d));
                 }
                 (_, Some(d)) => {
                     entry.other_definition.get_or_insert(d);
@@ -142,10 +107,7 @@ pub fn scan(
 }
 
 /// Turns scanned paths into resources (after [`crate::quirks::apply`]).
-pub fn resources(
-    file: &Path,
-    found: BTreeMap<(String, String, String), Found>,
-) -> Result<Vec<Resource>> {
+pub fn resources(file: &Path, found: BTreeMap<(String, String, String), Found>) -> Result<Vec<Resource>> {
     let mut out = Vec::new();
     for ((group, version, plural), f) in found {
         let Some((_, _, kind)) = f.gvk else { continue };
@@ -156,9 +118,7 @@ pub fn resources(
                 return Err(Error::new(
                     file,
                     "/paths",
-                    format!(
-                        "resource {plural} ({group}/{version} {kind}): no get or list response names its object schema"
-                    ),
+                    format!("resource {plural} ({group}/{version} {kind}): no get or list response names its object schema"),
                 ));
             }
             None => ObjectType::Unknown,
@@ -206,12 +166,7 @@ fn parse_path(path: &str) -> Option<ParsedPath> {
         [plural, name] if !plural.starts_with('{') && name.starts_with('{') => {}
         _ => return None,
     }
-    Some(ParsedPath {
-        group,
-        version,
-        namespaced,
-        plural: rest[0].to_string(),
-    })
+    Some(ParsedPath { group, version, namespaced, plural: rest[0].to_string() })
 }
 
 fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
@@ -222,10 +177,9 @@ fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
 }
 
 fn has_param(doc: &Value, params: Option<&Value>, name: &str) -> bool {
-    params.and_then(Value::as_array).is_some_and(|ps| {
-        ps.iter()
-            .any(|p| resolve(doc, p).get("name").and_then(Value::as_str) == Some(name))
-    })
+    params
+        .and_then(Value::as_array)
+        .is_some_and(|ps| ps.iter().any(|p| resolve(doc, p).get("name").and_then(Value::as_str) == Some(name)))
 }
 
 fn definition_name(r: &str, flavor: Flavor) -> Option<String> {
@@ -243,10 +197,7 @@ fn response_definition(doc: &Value, op: &Value, flavor: Flavor) -> Option<String
         Flavor::V2 => resp.get("schema")?,
         Flavor::V3 => {
             let content = resp.get("content")?.as_object()?;
-            content
-                .get("application/json")
-                .or_else(|| content.values().next())?
-                .get("schema")?
+            content.get("application/json").or_else(|| content.values().next())?.get("schema")?
         }
     };
     definition_name(schema.get("$ref")?.as_str()?, flavor)
@@ -257,14 +208,8 @@ fn list_item_definition(doc: &Value, list_def: &str, flavor: Flavor) -> Option<S
         Flavor::V2 => doc.get("definitions")?,
         Flavor::V3 => doc.get("components")?.get("schemas")?,
     };
-    let items = schemas
-        .get(list_def)?
-        .get("properties")?
-        .get("items")?
-        .get("items")?;
-    let r = items
-        .get("$ref")
-        .or_else(|| items.get("allOf")?.get(0)?.get("$ref"))?;
+    let items = schemas.get(list_def)?.get("properties")?.get("items")?.get("items")?;
+    let r = items.get("$ref").or_else(|| items.get("allOf")?.get(0)?.get("$ref"))?;
     definition_name(r.as_str()?, flavor)
 }
 
@@ -275,20 +220,9 @@ mod tests {
     #[test]
     fn paths_give_plural_and_scope() {
         let p = parse_path("/api/v1/namespaces/{namespace}/pods/{name}").unwrap();
-        assert_eq!(
-            (
-                p.group.as_str(),
-                p.version.as_str(),
-                p.plural.as_str(),
-                p.namespaced
-            ),
-            ("", "v1", "pods", true)
-        );
+        assert_eq!((p.group.as_str(), p.version.as_str(), p.plural.as_str(), p.namespaced), ("", "v1", "pods", true));
         let p = parse_path("/apis/apps/v1/watch/deployments").unwrap();
-        assert_eq!(
-            (p.group.as_str(), p.plural.as_str(), p.namespaced),
-            ("apps", "deployments", false)
-        );
+        assert_eq!((p.group.as_str(), p.plural.as_str(), p.namespaced), ("apps", "deployments", false));
         let p = parse_path("/api/v1/namespaces/{name}").unwrap();
         assert_eq!((p.plural.as_str(), p.namespaced), ("namespaces", false));
         assert!(parse_path("/api/v1/namespaces/{namespace}/pods/{name}/status").is_none());

@@ -31,11 +31,7 @@ pub struct ModuleTree {
 impl ModuleTree {
     /// An empty module documented by `doc`.
     pub fn new(doc: &str) -> Self {
-        ModuleTree {
-            doc: doc.to_string(),
-            items: Vec::new(),
-            children: BTreeMap::new(),
-        }
+        ModuleTree { doc: doc.to_string(), items: Vec::new(), children: BTreeMap::new() }
     }
 
     fn inner_doc(&self) -> TokenStream {
@@ -45,11 +41,7 @@ impl ModuleTree {
 
     /// Everything inline, for one file (`include!` from `build.rs` output).
     pub fn to_inline_tokens(&self, with_doc: bool) -> TokenStream {
-        let doc = if with_doc {
-            self.inner_doc()
-        } else {
-            TokenStream::new()
-        };
+        let doc = if with_doc { self.inner_doc() } else { TokenStream::new() };
         let items = &self.items;
         let children = self.children.iter().map(|(name, child)| {
             let id = crate::naming::ident(name);
@@ -60,38 +52,21 @@ impl ModuleTree {
     }
 
     /// One file per module under `dir`, the root in `root_file`.
-    pub fn to_files(
-        &self,
-        dir: &Path,
-        root_file: &str,
-        out: &mut BTreeMap<PathBuf, String>,
-    ) -> Result<()> {
+    pub fn to_files(&self, dir: &Path, root_file: &str, out: &mut BTreeMap<PathBuf, String>) -> Result<()> {
         self.files_at(&dir.join(root_file), dir, out)
     }
 
-    fn files_at(
-        &self,
-        file: &Path,
-        child_dir: &Path,
-        out: &mut BTreeMap<PathBuf, String>,
-    ) -> Result<()> {
+    fn files_at(&self, file: &Path, child_dir: &Path, out: &mut BTreeMap<PathBuf, String>) -> Result<()> {
         let doc = self.inner_doc();
         let items = &self.items;
         let decls = self.children.keys().map(|name| {
             let id = crate::naming::ident(name);
             quote! { pub mod #id; }
         });
-        out.insert(
-            file.to_path_buf(),
-            render(file, quote! { #doc #(#decls)* #(#items)* })?,
-        );
+        out.insert(file.to_path_buf(), render(file, quote! { #doc #(#decls)* #(#items)* })?);
         for (name, child) in &self.children {
             if child.children.is_empty() {
-                child.files_at(
-                    &child_dir.join(format!("{name}.rs")),
-                    &child_dir.join(name),
-                    out,
-                )?;
+                child.files_at(&child_dir.join(format!("{name}.rs")), &child_dir.join(name), out)?;
             } else {
                 let d = child_dir.join(name);
                 child.files_at(&d.join("mod.rs"), &d, out)?;
@@ -103,13 +78,8 @@ impl ModuleTree {
 
 /// Pretty-prints one file with the `@generated` header.
 pub fn render(file: &Path, tokens: TokenStream) -> Result<String> {
-    let parsed: syn::File = syn::parse2(tokens).map_err(|e| {
-        Error::new(
-            file,
-            "",
-            format!("internal error: generated code does not parse: {e}"),
-        )
-    })?;
+    let parsed: syn::File = syn::parse2(tokens)
+        .map_err(|e| Error::new(file, "", format!("internal error: generated code does not parse: {e}")))?;
     Ok(format!("{HEADER}\n\n{}", prettyplease::unparse(&parsed)))
 }
 
@@ -123,9 +93,7 @@ fn is_generated(path: &Path) -> bool {
 }
 
 fn existing_generated(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -133,9 +101,7 @@ fn existing_generated(dir: &Path, out: &mut Vec<PathBuf>) {
                 continue;
             }
             existing_generated(&p, out);
-        } else if matches!(p.extension().and_then(|x| x.to_str()), Some("rs" | "toml"))
-            && is_generated(&p)
-        {
+        } else if matches!(p.extension().and_then(|x| x.to_str()), Some("rs" | "toml")) && is_generated(&p) {
             out.push(p);
         }
     }
@@ -174,20 +140,16 @@ pub fn write(root: &Path, files: &BTreeMap<PathBuf, String>, prune: bool) -> Res
             continue;
         }
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::new(parent, "", format!("cannot create directory: {e}")))?;
+            std::fs::create_dir_all(parent).map_err(|e| Error::new(parent, "", format!("cannot create directory: {e}")))?;
         }
         let tmp = path.with_extension("informer-gen.tmp");
-        std::fs::write(&tmp, content)
-            .map_err(|e| Error::new(&tmp, "", format!("cannot write: {e}")))?;
-        std::fs::rename(&tmp, path)
-            .map_err(|e| Error::new(path, "", format!("cannot write: {e}")))?;
+        std::fs::write(&tmp, content).map_err(|e| Error::new(&tmp, "", format!("cannot write: {e}")))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::new(path, "", format!("cannot write: {e}")))?;
         report.written.push(path.clone());
     }
     if prune {
         for p in stale(root, files) {
-            std::fs::remove_file(&p)
-                .map_err(|e| Error::new(&p, "", format!("cannot remove stale file: {e}")))?;
+            std::fs::remove_file(&p).map_err(|e| Error::new(&p, "", format!("cannot remove stale file: {e}")))?;
             report.removed.push(p);
         }
     }
@@ -196,11 +158,7 @@ pub fn write(root: &Path, files: &BTreeMap<PathBuf, String>, prune: bool) -> Res
 
 /// The files under `root` that differ from `files`: changed, missing, or stale generated ones.
 pub fn check(root: &Path, files: &BTreeMap<PathBuf, String>, prune: bool) -> Vec<PathBuf> {
-    let mut differ: Vec<PathBuf> = files
-        .iter()
-        .filter(|(p, c)| !unchanged(p, c))
-        .map(|(p, _)| p.clone())
-        .collect();
+    let mut differ: Vec<PathBuf> = files.iter().filter(|(p, c)| !unchanged(p, c)).map(|(p, _)| p.clone()).collect();
     if prune {
         differ.extend(stale(root, files));
     }

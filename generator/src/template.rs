@@ -38,22 +38,16 @@ impl Templates {
     pub fn load() -> Self {
         // The templates are compiled by the workspace, so they always parse.
         Templates {
-            namespaced: syn::parse_file(NAMESPACED)
-                .expect("templates/src/namespaced_resource.rs parses"),
+            namespaced: syn::parse_file(NAMESPACED).expect("templates/src/namespaced_resource.rs parses"),
             cluster: syn::parse_file(CLUSTER).expect("templates/src/cluster_resource.rs parses"),
         }
     }
 
     /// The items of the resource template for `s`.
     pub fn resource(&self, namespaced: bool, s: &Substitution<'_>) -> TokenStream {
-        let mut file = if namespaced {
-            self.namespaced.clone()
-        } else {
-            self.cluster.clone()
-        };
+        let mut file = if namespaced { self.namespaced.clone() } else { self.cluster.clone() };
         file.attrs.clear();
-        file.items
-            .retain(|item| !matches!(item, syn::Item::Use(u) if is_placeholder_use(u)));
+        file.items.retain(|item| !matches!(item, syn::Item::Use(u) if is_placeholder_use(u)));
         Rewriter { s }.visit_file_mut(&mut file);
         file.items.iter().map(ToTokens::to_token_stream).collect()
     }
@@ -94,15 +88,11 @@ impl VisitMut for Rewriter<'_, '_> {
             "VERSION" => self.s.version.to_string(),
             "PLURAL" => self.s.plural.to_string(),
             _ => {
-                let group = if self.s.group.is_empty() {
-                    "core"
-                } else {
-                    self.s.group
-                };
-                v.replace("GROUP", group)
-                    .replace("VERSION", self.s.version)
-                    .replace("PLURAL", &format!("`{}`", self.s.plural))
-                    .replace("KIND", &format!("`{}`", self.s.kind))
+                let group = if self.s.group.is_empty() { "core" } else { self.s.group };
+                v.replace("GROUP", group).replace("VERSION", self.s.version).replace("PLURAL", &format!("`{}`", self.s.plural)).replace(
+                    "KIND",
+                    &format!("`{}`", self.s.kind),
+                )
             }
         };
         *lit = syn::LitStr::new(&new, lit.span());

@@ -56,11 +56,7 @@ fn derives() -> TokenStream {
 /// `#[doc]` attributes for a schema's description (and default), with code fences marked
 /// as `text` so they never become doctests.
 pub fn docs(schema: &Value) -> TokenStream {
-    let mut text = schema
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let mut text = schema.get("description").and_then(Value::as_str).unwrap_or("").to_string();
     if let Some(d) = schema.get("default") {
         if !text.is_empty() {
             text.push_str("\n\n");
@@ -77,11 +73,7 @@ pub fn doc_lines(text: &str) -> TokenStream {
     for line in text.lines() {
         let t = line.trim();
         if t.starts_with("```") {
-            lines.push(if in_fence {
-                "```".to_string()
-            } else {
-                "```text".to_string()
-            });
+            lines.push(if in_fence { "```".to_string() } else { "```text".to_string() });
             in_fence = !in_fence;
         } else if in_fence {
             lines.push(line.to_string());
@@ -93,9 +85,7 @@ pub fn doc_lines(text: &str) -> TokenStream {
     if in_fence {
         lines.push("```".into());
     }
-    let lines = lines
-        .into_iter()
-        .map(|l| if l.is_empty() { l } else { format!(" {l}") });
+    let lines = lines.into_iter().map(|l| if l.is_empty() { l } else { format!(" {l}") });
     quote! { #( #[doc = #lines] )* }
 }
 
@@ -119,11 +109,7 @@ fn flag(schema: &Value, name: &str) -> bool {
 impl<'a> TypeGen<'a> {
     /// A generator for `file`, naming types through `names` (shared by the version module).
     pub fn new(file: &'a Path, names: &'a mut UniqueNames) -> Self {
-        TypeGen {
-            file,
-            names,
-            items: Vec::new(),
-        }
+        TypeGen { file, names, items: Vec::new() }
     }
 
     fn err(&self, ptr: &str, msg: impl Into<String>) -> Error {
@@ -132,25 +118,13 @@ impl<'a> TypeGen<'a> {
 
     /// The root type of a custom resource: `kind` with `metadata`, the schema's other
     /// properties, `kube_core::Resource`, and a `Serialize` that writes `apiVersion` and `kind`.
-    pub fn root(
-        &mut self,
-        group: &str,
-        version: &str,
-        kind: &str,
-        plural: &str,
-        namespaced: bool,
-        schema: &Value,
-        ptr: &str,
-    ) -> Result<()> {
+    pub fn root(&mut self, group: &str, version: &str, kind: &str, plural: &str, namespaced: bool, schema: &Value, ptr: &str) -> Result<()> {
         if !schema.is_object() {
             return Err(self.err(ptr, "the schema must be an object"));
         }
         if let Some(t) = ty_of(schema) {
             if t != "object" {
-                return Err(self.err(
-                    &format!("{ptr}/type"),
-                    format!("a resource's schema must have type object, not {t:?}"),
-                ));
+                return Err(self.err(&format!("{ptr}/type"), format!("a resource's schema must have type object, not {t:?}")));
             }
         }
         let name = kind.to_string();
@@ -170,14 +144,7 @@ impl<'a> TypeGen<'a> {
                     continue;
                 }
                 let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
-                let f = self.field(
-                    &name,
-                    pname,
-                    pschema,
-                    required.contains(pname.as_str()),
-                    &pptr,
-                    &mut field_names,
-                )?;
+                let f = self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names)?;
                 let fid = &f.ident;
                 ser.push(if f.optional {
                     quote! { if let ::std::option::Option::Some(v) = &self.#fid { map.serialize_entry(#pname, v)?; } }
@@ -199,11 +166,7 @@ impl<'a> TypeGen<'a> {
             });
         }
         let doc = docs(schema);
-        let api_version = if group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{group}/{version}")
-        };
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
         let scope = if namespaced {
             quote!(::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope)
         } else {
@@ -250,15 +213,7 @@ impl<'a> TypeGen<'a> {
         Ok(())
     }
 
-    fn field(
-        &mut self,
-        parent: &str,
-        pname: &str,
-        pschema: &Value,
-        required: bool,
-        ptr: &str,
-        field_names: &mut UniqueNames,
-    ) -> Result<Field> {
+    fn field(&mut self, parent: &str, pname: &str, pschema: &Value, required: bool, ptr: &str, field_names: &mut UniqueNames) -> Result<Field> {
         if !pschema.is_object() {
             return Err(self.err(ptr, "a property schema must be an object"));
         }
@@ -267,11 +222,7 @@ impl<'a> TypeGen<'a> {
         let fname = field_names.take(&field_name(pname), "_");
         let ident = field_ident(&fname);
         let doc = docs(pschema);
-        let rename = if fname.trim_start_matches("r#") == pname {
-            None
-        } else {
-            Some(quote!(rename = #pname,))
-        };
+        let rename = if fname.trim_start_matches("r#") == pname { None } else { Some(quote!(rename = #pname,)) };
         let optional = !required || flag(pschema, "nullable");
         let tokens = if optional && required {
             // Required but nullable: always written, `null` when `None`.
@@ -285,87 +236,48 @@ impl<'a> TypeGen<'a> {
         } else {
             quote! { #doc #[serde(#rename)] pub #ident: #ty, }
         };
-        Ok(Field {
-            ident,
-            tokens,
-            optional: optional && !required,
-        })
+        Ok(Field { ident, tokens, optional: optional && !required })
     }
 
     /// The Rust type of `schema`, emitting named types it needs (named from `hint`).
     pub fn type_of(&mut self, schema: &Value, hint: &str, ptr: &str) -> Result<TokenStream> {
         if let Some(r) = schema.get("$ref") {
-            return Err(self.err(
-                &format!("{ptr}/$ref"),
-                format!("$ref {r} is not allowed in a CRD schema"),
-            ));
+            return Err(self.err(&format!("{ptr}/$ref"), format!("$ref {r} is not allowed in a CRD schema")));
         }
         if flag(schema, "x-kubernetes-int-or-string") {
             return Ok(quote!(::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString));
         }
         let value = quote!(::informer_runtime::reexports::serde_json::Value);
-        let has_props = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .is_some_and(|p| !p.is_empty());
+        let has_props = schema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
         match ty_of(schema) {
             Some("string") => match schema.get("enum").and_then(Value::as_array) {
-                Some(values)
-                    if !values.is_empty()
-                        && values.iter().all(|v| v.is_string() || v.is_null()) =>
-                {
+                Some(values) if !values.is_empty() && values.iter().all(|v| v.is_string() || v.is_null()) => {
                     let values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
-                    if values.is_empty() {
-                        Ok(quote!(::std::string::String))
-                    } else {
-                        Ok(self.string_enum(schema, hint, &values))
-                    }
+                    if values.is_empty() { Ok(quote!(::std::string::String)) } else { Ok(self.string_enum(schema, hint, &values)) }
                 }
                 _ => Ok(quote!(::std::string::String)),
             },
-            Some("integer") => Ok(
-                if schema.get("format").and_then(Value::as_str) == Some("int32") {
-                    quote!(i32)
-                } else {
-                    quote!(i64)
-                },
-            ),
+            Some("integer") => Ok(if schema.get("format").and_then(Value::as_str) == Some("int32") { quote!(i32) } else { quote!(i64) }),
             Some("number") => Ok(quote!(::informer_runtime::reexports::serde_json::Number)),
             Some("boolean") => Ok(quote!(bool)),
             Some("array") => {
                 let item = match schema.get("items") {
-                    Some(items) if items.is_object() => {
-                        self.type_of(items, hint, &format!("{ptr}/items"))?
-                    }
-                    Some(_) => {
-                        return Err(self.err(
-                            &format!("{ptr}/items"),
-                            "tuple-typed arrays are not supported",
-                        ));
-                    }
+                    Some(items) if items.is_object() => self.type_of(items, hint, &format!("{ptr}/items"))?,
+                    Some(_) => return Err(self.err(&format!("{ptr}/items"), "tuple-typed arrays are not supported")),
                     None => value,
                 };
                 Ok(quote!(::std::vec::Vec<#item>))
             }
             Some("object") | None if has_props => self.object(schema, hint, ptr),
             Some("object") => match schema.get("additionalProperties") {
-                Some(ap)
-                    if ap.is_object() && !flag(schema, "x-kubernetes-preserve-unknown-fields") =>
-                {
-                    let v = self.type_of(
-                        ap,
-                        &format!("{hint}Value"),
-                        &format!("{ptr}/additionalProperties"),
-                    )?;
+                Some(ap) if ap.is_object() && !flag(schema, "x-kubernetes-preserve-unknown-fields") => {
+                    let v = self.type_of(ap, &format!("{hint}Value"), &format!("{ptr}/additionalProperties"))?;
                     Ok(quote!(::std::collections::BTreeMap<::std::string::String, #v>))
                 }
                 _ => Ok(value),
             },
             None => Ok(value),
-            Some(other) => Err(self.err(
-                &format!("{ptr}/type"),
-                format!("unsupported type {other:?}"),
-            )),
+            Some(other) => Err(self.err(&format!("{ptr}/type"), format!("unsupported type {other:?}"))),
         }
     }
 
@@ -378,24 +290,10 @@ impl<'a> TypeGen<'a> {
         if flag(schema, "x-kubernetes-preserve-unknown-fields") {
             field_names.reserve("extra");
         }
-        let props = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten();
+        let props = schema.get("properties").and_then(Value::as_object).into_iter().flatten();
         for (pname, pschema) in props {
             let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
-            fields.push(
-                self.field(
-                    &name,
-                    pname,
-                    pschema,
-                    required.contains(pname.as_str()),
-                    &pptr,
-                    &mut field_names,
-                )?
-                .tokens,
-            );
+            fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names)?.tokens);
         }
         if flag(schema, "x-kubernetes-preserve-unknown-fields") {
             fields.push(extra_field());
@@ -423,11 +321,7 @@ impl<'a> TypeGen<'a> {
                 continue;
             }
             let base = type_part(v);
-            let base = if base == "Field" {
-                format!("Value{i}")
-            } else {
-                base
-            };
+            let base = if base == "Field" { format!("Value{i}") } else { base };
             arms.push((variants.take(&base, ""), *v));
         }
         let other = variants.take("Other", "");
@@ -491,11 +385,5 @@ struct Field {
 }
 
 fn required_set(schema: &Value) -> BTreeSet<&str> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
+    schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
 }

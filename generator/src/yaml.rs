@@ -27,9 +27,7 @@ fn to_json(y: Yaml) -> Result<Value, String> {
         Yaml::Integer(i) => Value::Number(i.into()),
         Yaml::Real(s) => {
             let f: f64 = parse_real(&s).ok_or_else(|| format!("bad number {s:?}"))?;
-            Number::from_f64(f)
-                .map(Value::Number)
-                .ok_or_else(|| format!("number {s:?} has no JSON form"))?
+            Number::from_f64(f).map(Value::Number).ok_or_else(|| format!("number {s:?} has no JSON form"))?
         }
         Yaml::String(s) => Value::String(s),
         Yaml::Array(a) => Value::Array(a.into_iter().map(to_json).collect::<Result<_, _>>()?),
@@ -69,10 +67,7 @@ mod tests {
     fn reads_yaml_1_2_scalars_and_several_documents() {
         let docs = documents("a: =\nb: yes\nc: 1\nd: 1.5\n---\n---\nx: [on, null]\n").unwrap();
         assert_eq!(docs.len(), 2);
-        assert_eq!(
-            docs[0],
-            serde_json::json!({"a": "=", "b": "yes", "c": 1, "d": 1.5})
-        );
+        assert_eq!(docs[0], serde_json::json!({"a": "=", "b": "yes", "c": 1, "d": 1.5}));
         assert_eq!(docs[1], serde_json::json!({"x": ["on", null]}));
     }
 

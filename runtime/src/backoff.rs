@@ -48,11 +48,7 @@ pub struct Backoff {
 impl Backoff {
     /// A fresh backoff.
     pub fn new(config: BackoffConfig) -> Self {
-        Backoff {
-            config,
-            base: config.initial,
-            last: None,
-        }
+        Backoff { config, base: config.initial, last: None }
     }
 
     /// The delay to wait before the next attempt.
@@ -83,10 +79,7 @@ mod tests {
     async fn grows_caps_and_resets() {
         let mut b = Backoff::new(BackoffConfig::default());
         let d = b.next_delay();
-        assert!(
-            d >= Duration::from_millis(800) && d < Duration::from_millis(1600),
-            "{d:?}"
-        );
+        assert!(d >= Duration::from_millis(800) && d < Duration::from_millis(1600), "{d:?}");
         let mut bases = vec![b.base()];
         for _ in 0..8 {
             b.next_delay();

@@ -10,11 +10,7 @@ use serde::de::{Error, Visitor};
 
 /// Decodes a string into a generated enum: `known` maps listed values to their variants,
 /// `other` keeps any other value as sent.
-pub fn deserialize_str_enum<'de, D, T>(
-    deserializer: D,
-    known: fn(&str) -> Option<T>,
-    other: fn(String) -> T,
-) -> Result<T, D::Error>
+pub fn deserialize_str_enum<'de, D, T>(deserializer: D, known: fn(&str) -> Option<T>, other: fn(String) -> T) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
 {

@@ -38,10 +38,7 @@ pub struct DeletedFinalStateUnknown<K> {
 
 impl<K> Clone for DeletedFinalStateUnknown<K> {
     fn clone(&self) -> Self {
-        DeletedFinalStateUnknown {
-            key: self.key.clone(),
-            obj: self.obj.clone(),
-        }
+        DeletedFinalStateUnknown { key: self.key.clone(), obj: self.obj.clone() }
     }
 }
 
@@ -91,11 +88,7 @@ pub struct Delta<K> {
 
 impl<K> Clone for Delta<K> {
     fn clone(&self) -> Self {
-        Delta {
-            kind: self.kind,
-            key: self.key.clone(),
-            object: self.object.clone(),
-        }
+        Delta { kind: self.kind, key: self.key.clone(), object: self.object.clone() }
     }
 }
 
@@ -129,11 +122,7 @@ impl<K> DeltaObject<K> {
 
 impl<K> Delta<K> {
     pub(crate) fn new(kind: DeltaType, key: ObjectKey, obj: Arc<K>) -> Self {
-        Delta {
-            kind,
-            key,
-            object: DeltaObject::Object(obj),
-        }
+        Delta { kind, key, object: DeltaObject::Object(obj) }
     }
 
     pub(crate) fn tombstone(key: ObjectKey, obj: Arc<K>) -> Self {

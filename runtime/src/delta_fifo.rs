@@ -170,10 +170,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
                         let deltas = st.items.remove(&key).unwrap_or_default();
                         let is_in_initial_list = st.population.on_pop();
                         let apply = apply.take().expect("apply is called once");
-                        return Some(apply(Popped {
-                            deltas,
-                            is_in_initial_list,
-                        }));
+                        return Some(apply(Popped { deltas, is_in_initial_list }));
                     }
                 }
                 notified.await;

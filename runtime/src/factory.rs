@@ -21,8 +21,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_client::{Api, Client};
 use kube_core::discovery::Scope;
 use kube_core::{
-    ApiResource, ClusterResourceScope, DynamicObject, DynamicResourceScope, NamespaceResourceScope,
-    PartialObjectMeta, Resource,
+    ApiResource, ClusterResourceScope, DynamicObject, DynamicResourceScope, NamespaceResourceScope, PartialObjectMeta,
+    Resource,
 };
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -45,11 +45,7 @@ pub trait InformerScope {
 }
 
 impl InformerScope for NamespaceResourceScope {
-    fn api<K: Resource<Scope = Self>>(
-        client: Client,
-        dt: &K::DynamicType,
-        namespace: Option<&str>,
-    ) -> Api<K> {
+    fn api<K: Resource<Scope = Self>>(client: Client, dt: &K::DynamicType, namespace: Option<&str>) -> Api<K> {
         match namespace {
             Some(ns) => Api::all_with(client, dt).constrain(ns),
             None => Api::all_with(client, dt),
@@ -58,21 +54,13 @@ impl InformerScope for NamespaceResourceScope {
 }
 
 impl InformerScope for ClusterResourceScope {
-    fn api<K: Resource<Scope = Self>>(
-        client: Client,
-        dt: &K::DynamicType,
-        _namespace: Option<&str>,
-    ) -> Api<K> {
+    fn api<K: Resource<Scope = Self>>(client: Client, dt: &K::DynamicType, _namespace: Option<&str>) -> Api<K> {
         Api::all_with(client, dt)
     }
 }
 
 impl InformerScope for DynamicResourceScope {
-    fn api<K: Resource<Scope = Self>>(
-        client: Client,
-        dt: &K::DynamicType,
-        namespace: Option<&str>,
-    ) -> Api<K> {
+    fn api<K: Resource<Scope = Self>>(client: Client, dt: &K::DynamicType, namespace: Option<&str>) -> Api<K> {
         match namespace {
             Some(ns) => Api::all_with(client, dt).constrain(ns),
             None => Api::all_with(client, dt),
@@ -147,9 +135,7 @@ pub struct SharedInformerFactory {
 
 impl std::fmt::Debug for SharedInformerFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedInformerFactory")
-            .field("options", &self.options)
-            .finish_non_exhaustive()
+        f.debug_struct("SharedInformerFactory").field("options", &self.options).finish_non_exhaustive()
     }
 }
 
@@ -169,11 +155,7 @@ impl SharedInformerFactory {
             client,
             options: Arc::new(options),
             registry: Arc::new(ResourceRegistry::new()),
-            state: Arc::new(Mutex::new(State {
-                informers: HashMap::new(),
-                order: Vec::new(),
-                shut_down: false,
-            })),
+            state: Arc::new(Mutex::new(State { informers: HashMap::new(), order: Vec::new(), shut_down: false })),
         }
     }
 
@@ -194,31 +176,15 @@ impl SharedInformerFactory {
     }
 
     fn informer_options(&self, resource: String) -> InformerOptions {
-        let mut reflector = ReflectorConfig {
-            watch_list: self.options.watch_list,
-            ..ReflectorConfig::default()
-        };
+        let mut reflector = ReflectorConfig { watch_list: self.options.watch_list, ..ReflectorConfig::default() };
         if let Some(t) = &self.options.tweak {
             t(&mut reflector);
         }
-        let resync = self
-            .options
-            .custom_resync
-            .get(&resource)
-            .copied()
-            .unwrap_or(self.options.default_resync);
-        InformerOptions {
-            resource,
-            resync_period: resync,
-            queue_mode: self.options.queue_mode,
-            reflector,
-        }
+        let resync = self.options.custom_resync.get(&resource).copied().unwrap_or(self.options.default_resync);
+        InformerOptions { resource, resync_period: resync, queue_mode: self.options.queue_mode, reflector }
     }
 
-    fn apply_meta_transform<K: Resource + Send + Sync + 'static>(
-        &self,
-        informer: &SharedIndexInformer<K>,
-    ) {
+    fn apply_meta_transform<K: Resource + Send + Sync + 'static>(&self, informer: &SharedIndexInformer<K>) {
         if let Some(t) = self.options.transform.clone() {
             let f: TransformFn<K> = Arc::new(move |mut o: K| {
                 t(o.meta_mut());
@@ -231,21 +197,14 @@ impl SharedInformerFactory {
 
     /// The shared informer for `K`, created by `new` on first request (client-go's
     /// `InformerFor`). Generated code uses this for its own constructors.
-    pub fn informer_for_with<K>(
-        &self,
-        new: impl FnOnce(&Self) -> SharedIndexInformer<K>,
-    ) -> Result<SharedIndexInformer<K>, Error>
+    pub fn informer_for_with<K>(&self, new: impl FnOnce(&Self) -> SharedIndexInformer<K>) -> Result<SharedIndexInformer<K>, Error>
     where
         K: Resource + Serialize + Send + Sync + 'static,
     {
         self.get_or_insert(InformerKey::Type(TypeId::of::<K>()), || new(self))
     }
 
-    fn get_or_insert<K>(
-        &self,
-        key: InformerKey,
-        new: impl FnOnce() -> SharedIndexInformer<K>,
-    ) -> Result<SharedIndexInformer<K>, Error>
+    fn get_or_insert<K>(&self, key: InformerKey, new: impl FnOnce() -> SharedIndexInformer<K>) -> Result<SharedIndexInformer<K>, Error>
     where
         K: Resource + Serialize + Send + Sync + 'static,
     {
@@ -269,29 +228,14 @@ impl SharedInformerFactory {
     /// The shared informer for the statically typed resource `K`.
     pub fn informer_for<K>(&self) -> Result<SharedIndexInformer<K>, Error>
     where
-        K: Resource<DynamicType = ()>
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Debug
-            + Send
-            + Sync
-            + 'static,
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
         K::Scope: InformerScope,
     {
         self.informer_for_with(|f| {
-            let api = <K::Scope as InformerScope>::api::<K>(
-                f.client.clone(),
-                &(),
-                f.options.namespace.as_deref(),
-            );
+            let api = <K::Scope as InformerScope>::api::<K>(f.client.clone(), &(), f.options.namespace.as_deref());
             let informer = SharedIndexInformer::new(
                 KubeListerWatcher::new(api),
-                f.informer_options(gvr_string(
-                    &K::group(&()),
-                    &K::version(&()),
-                    &K::plural(&()),
-                )),
+                f.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))),
             );
             f.apply_meta_transform(&informer);
             informer
@@ -299,53 +243,31 @@ impl SharedInformerFactory {
     }
 
     /// A shared informer caching only the metadata of `K` (`PartialObjectMeta<K>`).
-    pub fn metadata_informer_for<K>(
-        &self,
-    ) -> Result<SharedIndexInformer<PartialObjectMeta<K>>, Error>
+    pub fn metadata_informer_for<K>(&self) -> Result<SharedIndexInformer<PartialObjectMeta<K>>, Error>
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
         K::Scope: InformerScope,
     {
-        self.get_or_insert(
-            InformerKey::Type(TypeId::of::<PartialObjectMeta<K>>()),
-            || {
-                let api = <K::Scope as InformerScope>::api::<K>(
-                    self.client.clone(),
-                    &(),
-                    self.options.namespace.as_deref(),
-                );
-                let informer = SharedIndexInformer::new(
-                    MetadataListerWatcher::new(api),
-                    self.informer_options(gvr_string(
-                        &K::group(&()),
-                        &K::version(&()),
-                        &K::plural(&()),
-                    )),
-                );
-                self.apply_meta_transform(&informer);
-                informer
-            },
-        )
+        self.get_or_insert(InformerKey::Type(TypeId::of::<PartialObjectMeta<K>>()), || {
+            let api = <K::Scope as InformerScope>::api::<K>(self.client.clone(), &(), self.options.namespace.as_deref());
+            let informer = SharedIndexInformer::new(
+                MetadataListerWatcher::new(api),
+                self.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))),
+            );
+            self.apply_meta_transform(&informer);
+            informer
+        })
     }
 
     /// A shared informer over `DynamicObject` for any resource.
-    pub fn dynamic_informer(
-        &self,
-        resource: &ApiResource,
-        scope: Scope,
-    ) -> Result<SharedIndexInformer<DynamicObject>, Error> {
+    pub fn dynamic_informer(&self, resource: &ApiResource, scope: Scope) -> Result<SharedIndexInformer<DynamicObject>, Error> {
         let gvr = Gvr::new(&resource.group, &resource.version, &resource.plural);
         self.get_or_insert(InformerKey::Dynamic(gvr.clone()), || {
             let api: Api<DynamicObject> = match (&scope, self.options.namespace.as_deref()) {
-                (Scope::Namespaced, Some(ns)) => {
-                    Api::namespaced_with(self.client.clone(), ns, resource)
-                }
+                (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, resource),
                 _ => Api::all_with(self.client.clone(), resource),
             };
-            let informer = SharedIndexInformer::new(
-                KubeListerWatcher::new(api),
-                self.informer_options(gvr.to_string()),
-            );
+            let informer = SharedIndexInformer::new(KubeListerWatcher::new(api), self.informer_options(gvr.to_string()));
             self.apply_meta_transform(&informer);
             informer
         })
@@ -354,10 +276,7 @@ impl SharedInformerFactory {
     /// The informer for `gvr` from the registry: [`Error::NoInformerForResource`] when
     /// none is registered, [`Error::ShutDown`] after `shutdown`.
     pub fn for_resource(&self, gvr: &Gvr) -> Result<GenericInformer, Error> {
-        let ctor = self
-            .registry
-            .get(gvr)
-            .ok_or_else(|| Error::NoInformerForResource(gvr.clone()))?;
+        let ctor = self.registry.get(gvr).ok_or_else(|| Error::NoInformerForResource(gvr.clone()))?;
         ctor(self)
     }
 
@@ -384,11 +303,7 @@ impl SharedInformerFactory {
     pub async fn wait_for_cache_sync(&self) -> BTreeMap<String, bool> {
         let informers: Vec<_> = {
             let st = self.state.lock();
-            st.order
-                .iter()
-                .map(|k| st.informers[k].clone())
-                .filter(|i| i.is_started())
-                .collect()
+            st.order.iter().map(|k| st.informers[k].clone()).filter(|i| i.is_started()).collect()
         };
         let mut out = BTreeMap::new();
         for i in informers {

@@ -81,9 +81,7 @@ impl<K: Resource + Serialize + Send + Sync + 'static> ErasedInformer for SharedI
         &self.options().resource
     }
     fn generic_lister(&self) -> GenericLister {
-        GenericLister {
-            inner: Arc::new(self.lister()),
-        }
+        GenericLister { inner: Arc::new(self.lister()) }
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -97,17 +95,11 @@ trait ErasedLister: Send + Sync {
 
 impl<K: Resource + Serialize + Send + Sync + 'static> ErasedLister for Lister<K> {
     fn list(&self, selector: &Selector) -> Vec<Arc<dyn AnyObject>> {
-        Lister::list(self, selector)
-            .into_iter()
-            .map(|o| o as Arc<dyn AnyObject>)
-            .collect()
+        Lister::list(self, selector).into_iter().map(|o| o as Arc<dyn AnyObject>).collect()
     }
     fn get(&self, namespace: Option<&str>, name: &str) -> Result<Arc<dyn AnyObject>, NotFound> {
         match namespace {
-            Some(ns) => self
-                .namespace(ns)
-                .get(name)
-                .map(|o| o as Arc<dyn AnyObject>),
+            Some(ns) => self.namespace(ns).get(name).map(|o| o as Arc<dyn AnyObject>),
             None => Lister::get(self, name).map(|o| o as Arc<dyn AnyObject>),
         }
     }
@@ -144,20 +136,14 @@ pub struct GenericInformer {
 
 impl fmt::Debug for GenericInformer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GenericInformer")
-            .field("resource", &self.informer.resource())
-            .finish()
+        f.debug_struct("GenericInformer").field("resource", &self.informer.resource()).finish()
     }
 }
 
 impl GenericInformer {
     /// Erases a typed informer.
-    pub fn new<K: Resource + Serialize + Send + Sync + 'static>(
-        informer: SharedIndexInformer<K>,
-    ) -> Self {
-        GenericInformer {
-            informer: Arc::new(informer),
-        }
+    pub fn new<K: Resource + Serialize + Send + Sync + 'static>(informer: SharedIndexInformer<K>) -> Self {
+        GenericInformer { informer: Arc::new(informer) }
     }
     /// The erased informer.
     pub fn informer(&self) -> &Arc<dyn ErasedInformer> {
@@ -169,10 +155,7 @@ impl GenericInformer {
     }
     /// The typed informer, if `K` is its object type.
     pub fn downcast<K: 'static>(&self) -> Option<SharedIndexInformer<K>> {
-        self.informer
-            .as_any()
-            .downcast_ref::<SharedIndexInformer<K>>()
-            .cloned()
+        self.informer.as_any().downcast_ref::<SharedIndexInformer<K>>().cloned()
     }
 }
 
@@ -190,11 +173,7 @@ pub struct Gvr {
 impl Gvr {
     /// Builds a GVR.
     pub fn new(group: &str, version: &str, resource: &str) -> Self {
-        Gvr {
-            group: group.into(),
-            version: version.into(),
-            resource: resource.into(),
-        }
+        Gvr { group: group.into(), version: version.into(), resource: resource.into() }
     }
 }
 
@@ -210,9 +189,8 @@ impl fmt::Display for Gvr {
 
 /// Constructor of the informer of one resource, given a factory; it fails only when the
 /// factory was shut down.
-pub type InformerConstructor = Arc<
-    dyn Fn(&crate::factory::SharedInformerFactory) -> Result<GenericInformer, Error> + Send + Sync,
->;
+pub type InformerConstructor =
+    Arc<dyn Fn(&crate::factory::SharedInformerFactory) -> Result<GenericInformer, Error> + Send + Sync>;
 
 /// The resources a factory can build from a [`Gvr`]; generated code fills it.
 #[derive(Clone, Default)]

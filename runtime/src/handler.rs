@@ -52,17 +52,8 @@ pub enum Event<K> {
 impl<K> Clone for Event<K> {
     fn clone(&self) -> Self {
         match self {
-            Event::Add {
-                obj,
-                is_in_initial_list,
-            } => Event::Add {
-                obj: obj.clone(),
-                is_in_initial_list: *is_in_initial_list,
-            },
-            Event::Update { old, new } => Event::Update {
-                old: old.clone(),
-                new: new.clone(),
-            },
+            Event::Add { obj, is_in_initial_list } => Event::Add { obj: obj.clone(), is_in_initial_list: *is_in_initial_list },
+            Event::Update { old, new } => Event::Update { old: old.clone(), new: new.clone() },
             Event::Delete(d) => Event::Delete(d.clone()),
         }
     }
@@ -80,13 +71,7 @@ impl<K> Event<K> {
     }
 
     fn is_initial_add(&self) -> bool {
-        matches!(
-            self,
-            Event::Add {
-                is_in_initial_list: true,
-                ..
-            }
-        )
+        matches!(self, Event::Add { is_in_initial_list: true, .. })
     }
 }
 
@@ -95,10 +80,7 @@ pub trait EventHandler<K>: Send + 'static {
     /// Called for every event; by default dispatches to `on_add`, `on_update`, `on_delete`.
     fn on_event(&mut self, event: &Event<K>) {
         match event {
-            Event::Add {
-                obj,
-                is_in_initial_list,
-            } => self.on_add(obj, *is_in_initial_list),
+            Event::Add { obj, is_in_initial_list } => self.on_add(obj, *is_in_initial_list),
             Event::Update { old, new } => self.on_update(old, new),
             Event::Delete(d) => self.on_delete(d),
         }
@@ -184,9 +166,7 @@ impl<K> Listener<K> {
             let notified = self.shared.drained.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.shared.depth.load(Ordering::Acquire) <= bound
-                || self.shared.stopped.load(Ordering::Acquire)
-            {
+            if self.shared.depth.load(Ordering::Acquire) <= bound || self.shared.stopped.load(Ordering::Acquire) {
                 return;
             }
             notified.await;
@@ -203,10 +183,7 @@ fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
 }
 
 /// Creates a listener and its receiving end.
-pub(crate) fn listener<K>(
-    opts: &HandlerOptions,
-    resync_period: Duration,
-) -> (Listener<K>, mpsc::UnboundedReceiver<Event<K>>) {
+pub(crate) fn listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, mpsc::UnboundedReceiver<Event<K>>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let l = Listener {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -258,10 +235,7 @@ pub struct HandlerRegistration {
 
 impl std::fmt::Debug for HandlerRegistration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HandlerRegistration")
-            .field("id", &self.id)
-            .field("depth", &self.queue_depth())
-            .finish()
+        f.debug_struct("HandlerRegistration").field("id", &self.id).field("depth", &self.queue_depth()).finish()
     }
 }
 
@@ -320,10 +294,7 @@ impl<K> Stream for EventStream<K> {
 
 impl<K> Drop for EventStream<K> {
     fn drop(&mut self) {
-        self.registration
-            .shared
-            .stopped
-            .store(true, Ordering::Release);
+        self.registration.shared.stopped.store(true, Ordering::Release);
         self.registration.shared.drained.notify_waiters();
     }
 }

@@ -79,19 +79,10 @@ impl<K: Resource + Send + Sync + 'static> Indexer<K> {
     /// An empty store with the namespace index.
     pub fn new() -> Self {
         let mut indexers: BTreeMap<String, IndexFunc<K>> = BTreeMap::new();
-        indexers.insert(
-            NAMESPACE_INDEX.to_string(),
-            Arc::new(namespace_index_func::<K>),
-        );
+        indexers.insert(NAMESPACE_INDEX.to_string(), Arc::new(namespace_index_func::<K>));
         let mut indices = HashMap::new();
         indices.insert(NAMESPACE_INDEX.to_string(), Index::default());
-        Indexer {
-            inner: RwLock::new(Inner {
-                items: FastMap::default(),
-                indexers,
-                indices,
-            }),
-        }
+        Indexer { inner: RwLock::new(Inner { items: FastMap::default(), indexers, indices }) }
     }
 }
 
@@ -99,11 +90,7 @@ impl<K> Indexer<K> {
     /// Inserts or replaces the object under `key`; returns the object it replaced.
     pub fn upsert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
-        let Inner {
-            items,
-            indexers,
-            indices,
-        } = &mut *inner;
+        let Inner { items, indexers, indices } = &mut *inner;
         let old = items.insert(key.clone(), obj.clone());
         update_indices(indexers, indices, &key, old.as_deref(), Some(&*obj));
         old
@@ -112,11 +99,7 @@ impl<K> Indexer<K> {
     /// Removes the object under `key`; returns it if it was there.
     pub fn remove(&self, key: &str) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
-        let Inner {
-            items,
-            indexers,
-            indices,
-        } = &mut *inner;
+        let Inner { items, indexers, indices } = &mut *inner;
         let (key, old) = items.remove_entry(key)?;
         update_indices(indexers, indices, &key, Some(&*old), None);
         Some(old)
@@ -125,11 +108,7 @@ impl<K> Indexer<K> {
     /// Replaces the whole content with `objects` and rebuilds every index from scratch.
     pub fn replace(&self, objects: impl IntoIterator<Item = (ObjectKey, Arc<K>)>) {
         let mut inner = self.inner.write();
-        let Inner {
-            items,
-            indexers,
-            indices,
-        } = &mut *inner;
+        let Inner { items, indexers, indices } = &mut *inner;
         items.clear();
         items.extend(objects);
         for (name, index) in indices.iter_mut() {
@@ -171,12 +150,7 @@ impl<K> Indexer<K> {
 
     /// Every (key, object) pair, in no particular order.
     pub fn entries(&self) -> Vec<(ObjectKey, Arc<K>)> {
-        self.inner
-            .read()
-            .items
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        self.inner.read().items.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// Number of objects.
@@ -198,10 +172,7 @@ impl<K> Indexer<K> {
 
     /// Adds index functions; the new indices are built over the objects already stored.
     /// Fails, changing nothing, if any name is taken.
-    pub fn add_indexers(
-        &self,
-        new: impl IntoIterator<Item = (String, IndexFunc<K>)>,
-    ) -> Result<(), IndexError> {
+    pub fn add_indexers(&self, new: impl IntoIterator<Item = (String, IndexFunc<K>)>) -> Result<(), IndexError> {
         let new: Vec<(String, IndexFunc<K>)> = new.into_iter().collect();
         let mut inner = self.inner.write();
         let mut seen = HashSet::new();
@@ -210,11 +181,7 @@ impl<K> Indexer<K> {
                 return Err(IndexError::Conflict(name.clone()));
             }
         }
-        let Inner {
-            items,
-            indexers,
-            indices,
-        } = &mut *inner;
+        let Inner { items, indexers, indices } = &mut *inner;
         for (name, f) in new {
             let mut index = Index::default();
             for (key, obj) in items.iter() {
@@ -236,10 +203,7 @@ impl<K> Indexer<K> {
     /// Objects that share at least one value of index `index_name` with `obj`.
     pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexError> {
         let inner = self.inner.read();
-        let f = inner
-            .indexers
-            .get(index_name)
-            .ok_or_else(|| IndexError::NoSuchIndex(index_name.into()))?;
+        let f = inner.indexers.get(index_name).ok_or_else(|| IndexError::NoSuchIndex(index_name.into()))?;
         let index = &inner.indices[index_name];
         let mut keys: HashSet<&ObjectKey> = HashSet::new();
         for v in f(obj) {
@@ -247,41 +211,23 @@ impl<K> Indexer<K> {
                 keys.extend(set.iter());
             }
         }
-        Ok(keys
-            .into_iter()
-            .filter_map(|k| inner.items.get(k).cloned())
-            .collect())
+        Ok(keys.into_iter().filter_map(|k| inner.items.get(k).cloned()).collect())
     }
 
     /// Objects indexed under `value` in index `index_name`.
     pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexError> {
         let inner = self.inner.read();
-        let index = inner
-            .indices
-            .get(index_name)
-            .ok_or_else(|| IndexError::NoSuchIndex(index_name.into()))?;
+        let index = inner.indices.get(index_name).ok_or_else(|| IndexError::NoSuchIndex(index_name.into()))?;
         Ok(index
             .get(value)
-            .map(|set| {
-                set.iter()
-                    .filter_map(|k| inner.items.get(k).cloned())
-                    .collect()
-            })
+            .map(|set| set.iter().filter_map(|k| inner.items.get(k).cloned()).collect())
             .unwrap_or_default())
     }
 
     /// Calls `f` on each object indexed under `value` in `index_name`, under the read lock.
-    pub fn for_each_in_index(
-        &self,
-        index_name: &str,
-        value: &str,
-        mut f: impl FnMut(&ObjectKey, &Arc<K>),
-    ) -> Result<(), IndexError> {
+    pub fn for_each_in_index(&self, index_name: &str, value: &str, mut f: impl FnMut(&ObjectKey, &Arc<K>)) -> Result<(), IndexError> {
         let inner = self.inner.read();
-        let index = inner
-            .indices
-            .get(index_name)
-            .ok_or_else(|| IndexError::NoSuchIndex(index_name.into()))?;
+        let index = inner.indices.get(index_name).ok_or_else(|| IndexError::NoSuchIndex(index_name.into()))?;
         if let Some(set) = index.get(value) {
             for k in set {
                 if let Some(o) = inner.items.get(k) {
@@ -295,24 +241,14 @@ impl<K> Indexer<K> {
     /// Keys indexed under `value` in index `index_name`.
     pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
         let inner = self.inner.read();
-        let index = inner
-            .indices
-            .get(index_name)
-            .ok_or_else(|| IndexError::NoSuchIndex(index_name.into()))?;
-        Ok(index
-            .get(value)
-            .map(|set| set.iter().cloned().collect())
-            .unwrap_or_default())
+        let index = inner.indices.get(index_name).ok_or_else(|| IndexError::NoSuchIndex(index_name.into()))?;
+        Ok(index.get(value).map(|set| set.iter().cloned().collect()).unwrap_or_default())
     }
 
     /// Every value that at least one object has in index `index_name`.
     pub fn list_index_values(&self, index_name: &str) -> Vec<String> {
         let inner = self.inner.read();
-        inner
-            .indices
-            .get(index_name)
-            .map(|i| i.keys().cloned().collect())
-            .unwrap_or_default()
+        inner.indices.get(index_name).map(|i| i.keys().cloned().collect()).unwrap_or_default()
     }
 }
 

@@ -28,12 +28,11 @@ use tokio_util::sync::CancellationToken;
 use crate::delta::{DeletedObject, DeltaObject, DeltaType};
 use crate::delta_fifo::DeltaFifo;
 use crate::error::Error;
-use crate::handler::Event;
 use crate::handler::{
-    EventHandler, EventStream, HandlerOptions, HandlerRegistration, Listener, listener,
-    spawn_handler_thread,
+    EventHandler, EventStream, HandlerOptions, HandlerRegistration, Listener, listener, spawn_handler_thread,
 };
-use crate::indexer::{IndexError, IndexFunc, Indexer};
+use crate::handler::Event;
+use crate::indexer::{IndexFunc, IndexError, Indexer};
 use crate::lister::Lister;
 use crate::lister_watcher::{BoxListerWatcher, ListerWatcher};
 use crate::queue::{Popped, Queue, QueueMode};
@@ -148,9 +147,7 @@ pub struct SharedIndexInformer<K> {
 
 impl<K> Clone for SharedIndexInformer<K> {
     fn clone(&self) -> Self {
-        SharedIndexInformer {
-            inner: self.inner.clone(),
-        }
+        SharedIndexInformer { inner: self.inner.clone() }
     }
 }
 
@@ -206,10 +203,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     }
 
     /// Sets the hook called with every list or watch error. Fails after start.
-    pub fn set_watch_error_handler(
-        &self,
-        handler: impl Fn(&Error) + Send + Sync + 'static,
-    ) -> Result<(), Error> {
+    pub fn set_watch_error_handler(&self, handler: impl Fn(&Error) + Send + Sync + 'static) -> Result<(), Error> {
         if self.inner.started.load(Ordering::Acquire) {
             return Err(Error::AlreadyStarted);
         }
@@ -218,10 +212,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     }
 
     /// Adds index functions, also over objects already cached.
-    pub fn add_indexers(
-        &self,
-        indexers: impl IntoIterator<Item = (String, IndexFunc<K>)>,
-    ) -> Result<(), IndexError> {
+    pub fn add_indexers(&self, indexers: impl IntoIterator<Item = (String, IndexFunc<K>)>) -> Result<(), IndexError> {
         self.inner.indexer.add_indexers(indexers)
     }
 
@@ -283,10 +274,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
     /// Adds a handler with the informer's default options. It is first replayed the
     /// current store; see [`HandlerRegistration`].
-    pub fn add_event_handler(
-        &self,
-        handler: impl EventHandler<K>,
-    ) -> Result<HandlerRegistration, Error> {
+    pub fn add_event_handler(&self, handler: impl EventHandler<K>) -> Result<HandlerRegistration, Error> {
         self.add_event_handler_with(handler, HandlerOptions::default())
     }
 
@@ -333,16 +321,11 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         listeners.len()
     }
 
-    fn new_listener(
-        &self,
-        opts: &HandlerOptions,
-    ) -> Result<(Listener<K>, tokio::sync::mpsc::UnboundedReceiver<Event<K>>), Error> {
+    fn new_listener(&self, opts: &HandlerOptions) -> Result<(Listener<K>, tokio::sync::mpsc::UnboundedReceiver<Event<K>>), Error> {
         if self.inner.cancel.is_cancelled() {
             return Err(Error::ShutDown);
         }
-        let mut resync = opts
-            .resync_period
-            .unwrap_or(self.inner.options.resync_period);
+        let mut resync = opts.resync_period.unwrap_or(self.inner.options.resync_period);
         if !resync.is_zero() && resync < MINIMUM_RESYNC_PERIOD {
             resync = MINIMUM_RESYNC_PERIOD;
         }
@@ -359,10 +342,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         {
             let mut listeners = self.inner.listeners.lock();
             self.inner.indexer.for_each(|_, obj| {
-                l.send(Event::Add {
-                    obj: obj.clone(),
-                    is_in_initial_list: true,
-                });
+                l.send(Event::Add { obj: obj.clone(), is_in_initial_list: true });
             });
             listeners.push(Arc::new(l));
         }
@@ -381,14 +361,10 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             return Ok(false);
         }
         let inner = &self.inner;
-        let reflector = Reflector::new(
-            Arc::new(inner.lw.clone()),
-            inner.queue.clone(),
-            inner.options.reflector.clone(),
-        )
-        .with_transform(inner.transform.lock().clone())
-        .with_error_handler(inner.error_handler.lock().clone())
-        .with_state(inner.reflector_state.clone());
+        let reflector = Reflector::new(Arc::new(inner.lw.clone()), inner.queue.clone(), inner.options.reflector.clone())
+            .with_transform(inner.transform.lock().clone())
+            .with_error_handler(inner.error_handler.lock().clone())
+            .with_state(inner.reflector_state.clone());
         let mut tasks = inner.tasks.lock();
         tasks.push(handle.spawn(reflector.run(inner.cancel.clone())));
         tasks.push(handle.spawn(process_loop(inner.clone())));
@@ -431,11 +407,7 @@ async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>)
                 let mut listeners = inner_ref.listeners.lock();
                 apply(inner_ref, &listeners, popped);
                 listeners.retain(|l| !l.shared.stopped.load(Ordering::Acquire));
-                listeners
-                    .iter()
-                    .filter(|l| l.bound.is_some())
-                    .cloned()
-                    .collect::<Vec<_>>()
+                listeners.iter().filter(|l| l.bound.is_some()).cloned().collect::<Vec<_>>()
             })
             .await;
         let Some(bounded) = bounded else { return };
@@ -448,11 +420,7 @@ async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>)
     }
 }
 
-fn apply<K: Resource + Send + Sync + 'static>(
-    inner: &Inner<K>,
-    listeners: &[Arc<Listener<K>>],
-    popped: Popped<K>,
-) {
+fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc<Listener<K>>], popped: Popped<K>) {
     for delta in popped.deltas {
         match delta.kind {
             DeltaType::Deleted => {
@@ -476,14 +444,7 @@ fn apply<K: Resource + Send + Sync + 'static>(
                         }
                     }
                     None => {
-                        distribute(
-                            listeners,
-                            Event::Add {
-                                obj,
-                                is_in_initial_list: popped.is_in_initial_list,
-                            },
-                            None,
-                        );
+                        distribute(listeners, Event::Add { obj, is_in_initial_list: popped.is_in_initial_list }, None);
                     }
                 }
             }

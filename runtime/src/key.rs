@@ -115,9 +115,7 @@ mod tests {
 /// the namespace is `None` or empty), built on the stack when it is short — every valid
 /// Kubernetes key is: namespace ≤ 63 bytes, name ≤ 253 — and on the heap otherwise.
 pub(crate) fn with_key_str<R>(namespace: Option<&str>, name: &str, f: impl FnOnce(&str) -> R) -> R {
-    let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else {
-        return f(name);
-    };
+    let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else { return f(name) };
     let len = ns.len() + 1 + name.len();
     let mut buf = [0u8; 320];
     if len > buf.len() {

@@ -49,16 +49,8 @@ pub(crate) fn list_params(o: &ListOptions) -> ListParams {
         field_selector: o.field_selector.clone(),
         limit: o.limit,
         continue_token: o.continue_token.clone(),
-        version_match: if o.continue_token.is_some() {
-            None
-        } else {
-            o.resource_version_match.clone()
-        },
-        resource_version: if o.continue_token.is_some() {
-            None
-        } else {
-            o.resource_version.clone()
-        },
+        version_match: if o.continue_token.is_some() { None } else { o.resource_version_match.clone() },
+        resource_version: if o.continue_token.is_some() { None } else { o.resource_version.clone() },
         ..ListParams::default()
     }
 }
@@ -87,10 +79,7 @@ where
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<K>, Error> {
-        let s = self
-            .api
-            .watch(&watch_params(opts), &opts.resource_version)
-            .await?;
+        let s = self.api.watch(&watch_params(opts), &opts.resource_version).await?;
         Ok(s.map_err(Error::from).boxed())
     }
 }
@@ -110,10 +99,7 @@ where
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<PartialObjectMeta<K>>, Error> {
-        let s = self
-            .api
-            .watch_metadata(&watch_params(opts), &opts.resource_version)
-            .await?;
+        let s = self.api.watch_metadata(&watch_params(opts), &opts.resource_version).await?;
         Ok(s.map_err(Error::from).boxed())
     }
 }

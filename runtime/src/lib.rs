@@ -43,13 +43,13 @@ mod indexer;
 mod informer;
 mod key;
 mod kube_lister_watcher;
-pub mod lean;
 mod lister;
 mod lister_watcher;
 mod queue;
 mod real_fifo;
 mod reflector;
 mod selector;
+pub mod lean;
 pub mod testing;
 mod transform;
 
@@ -58,31 +58,22 @@ pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaObject, Del
 pub use delta_fifo::DeltaFifo;
 pub use error::{ApiStatus, Error, NotFound};
 pub use factory::{
-    FactoryOptions, InformerScope, MetaTransformFn, SharedInformerFactory, TweakFn,
-    strip_managed_fields_meta,
+    FactoryOptions, InformerScope, MetaTransformFn, SharedInformerFactory, TweakFn, strip_managed_fields_meta,
 };
 pub use generic::{
     AnyObject, ErasedInformer, GenericInformer, GenericLister, Gvr, InformerConstructor,
     ResourceRegistry,
 };
-pub use handler::{
-    Event, EventHandler, EventStream, HandlerFn, HandlerOptions, HandlerRegistration,
-};
+pub use handler::{Event, EventHandler, EventStream, HandlerFn, HandlerOptions, HandlerRegistration};
 pub use indexer::{IndexError, IndexFunc, Indexer, NAMESPACE_INDEX, namespace_index_func};
 pub use informer::{InformerOptions, MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
 pub use key::ObjectKey;
 pub use kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
 pub use lister::{Lister, NamespaceLister, matches_labels};
-pub use lister_watcher::{
-    BoxListerWatcher, ListOptions, ListPage, ListerWatcher, VersionMatch, WatchEvent, WatchOptions,
-    WatchStream,
-};
+pub use lister_watcher::{BoxListerWatcher, ListOptions, ListPage, ListerWatcher, VersionMatch, WatchEvent, WatchOptions, WatchStream};
 pub use queue::{Popped, Queue, QueueMode};
 pub use real_fifo::InOrderFifo;
-pub use reflector::{
-    INITIAL_EVENTS_END_ANNOTATION, Reflector, ReflectorConfig, ReflectorState, WatchErrorHandler,
-    WatchListMode,
-};
+pub use reflector::{INITIAL_EVENTS_END_ANNOTATION, Reflector, ReflectorConfig, ReflectorState, WatchErrorHandler, WatchListMode};
 pub use selector::{Expression, Selector, SelectorExt, SelectorParseError, parse_label_selector};
 pub use transform::{TransformFn, chain, strip_managed_fields};
 

@@ -21,8 +21,7 @@ fn empty_labels() -> &'static BTreeMap<String, String> {
 
 /// True when `obj`'s labels match `selector`.
 pub fn matches_labels<K: Resource>(selector: &Selector, obj: &K) -> bool {
-    selector.selects_all()
-        || selector.matches(obj.meta().labels.as_ref().unwrap_or_else(|| empty_labels()))
+    selector.selects_all() || selector.matches(obj.meta().labels.as_ref().unwrap_or_else(|| empty_labels()))
 }
 
 /// A lister over all cached objects of one resource.
@@ -33,28 +32,20 @@ pub struct Lister<K> {
 
 impl<K> Clone for Lister<K> {
     fn clone(&self) -> Self {
-        Lister {
-            indexer: self.indexer.clone(),
-            resource: self.resource.clone(),
-        }
+        Lister { indexer: self.indexer.clone(), resource: self.resource.clone() }
     }
 }
 
 impl<K> std::fmt::Debug for Lister<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lister")
-            .field("resource", &self.resource)
-            .finish()
+        f.debug_struct("Lister").field("resource", &self.resource).finish()
     }
 }
 
 impl<K: Resource> Lister<K> {
     /// A lister over `indexer`, for `resource` (plural, used in errors).
     pub fn new(indexer: Arc<Indexer<K>>, resource: &str) -> Self {
-        Lister {
-            indexer,
-            resource: resource.into(),
-        }
+        Lister { indexer, resource: resource.into() }
     }
 
     /// Objects whose labels match `selector` (`&Selector::default()` for all).
@@ -75,19 +66,12 @@ impl<K: Resource> Lister<K> {
 
     /// The cluster-scoped object called `name`.
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
-        self.indexer.get(name).ok_or_else(|| NotFound {
-            resource: self.resource.to_string(),
-            name: name.to_string(),
-        })
+        self.indexer.get(name).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
     }
 
     /// A lister over one namespace.
     pub fn namespace(&self, namespace: &str) -> NamespaceLister<K> {
-        NamespaceLister {
-            indexer: self.indexer.clone(),
-            resource: self.resource.clone(),
-            namespace: namespace.into(),
-        }
+        NamespaceLister { indexer: self.indexer.clone(), resource: self.resource.clone(), namespace: namespace.into() }
     }
 
     /// The store behind this lister.
@@ -105,11 +89,7 @@ pub struct NamespaceLister<K> {
 
 impl<K> Clone for NamespaceLister<K> {
     fn clone(&self) -> Self {
-        NamespaceLister {
-            indexer: self.indexer.clone(),
-            resource: self.resource.clone(),
-            namespace: self.namespace.clone(),
-        }
+        NamespaceLister { indexer: self.indexer.clone(), resource: self.resource.clone(), namespace: self.namespace.clone() }
     }
 }
 
@@ -119,24 +99,17 @@ impl<K: Resource> NamespaceLister<K> {
         let mut out = Vec::new();
         // The namespace index exists in every Indexer from construction on, so this
         // cannot fail with NoSuchIndex.
-        let _ = self
-            .indexer
-            .for_each_in_index(NAMESPACE_INDEX, &self.namespace, |_, o| {
-                if matches_labels(selector, &**o) {
-                    out.push(o.clone());
-                }
-            });
+        let _ = self.indexer.for_each_in_index(NAMESPACE_INDEX, &self.namespace, |_, o| {
+            if matches_labels(selector, &**o) {
+                out.push(o.clone());
+            }
+        });
         out
     }
 
     /// The object called `name` in this namespace.
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
-        self.indexer
-            .get_by_name(Some(&self.namespace), name)
-            .ok_or_else(|| NotFound {
-                resource: self.resource.to_string(),
-                name: name.to_string(),
-            })
+        self.indexer.get_by_name(Some(&self.namespace), name).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
     }
 
     /// The namespace.

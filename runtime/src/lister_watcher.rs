@@ -71,33 +71,20 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// Lists one page.
     fn list(&self, opts: &ListOptions) -> impl Future<Output = Result<ListPage<K>, Error>> + Send;
     /// Opens a watch.
-    fn watch(
-        &self,
-        opts: &WatchOptions,
-    ) -> impl Future<Output = Result<WatchStream<K>, Error>> + Send;
+    fn watch(&self, opts: &WatchOptions) -> impl Future<Output = Result<WatchStream<K>, Error>> + Send;
 }
 
 /// The object-safe form of [`ListerWatcher`], implemented for every `ListerWatcher`.
 trait DynListerWatcher<K>: Send + Sync {
-    fn list_boxed<'a>(&'a self, opts: &'a ListOptions)
-    -> BoxFuture<'a, Result<ListPage<K>, Error>>;
-    fn watch_boxed<'a>(
-        &'a self,
-        opts: &'a WatchOptions,
-    ) -> BoxFuture<'a, Result<WatchStream<K>, Error>>;
+    fn list_boxed<'a>(&'a self, opts: &'a ListOptions) -> BoxFuture<'a, Result<ListPage<K>, Error>>;
+    fn watch_boxed<'a>(&'a self, opts: &'a WatchOptions) -> BoxFuture<'a, Result<WatchStream<K>, Error>>;
 }
 
 impl<K: 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
-    fn list_boxed<'a>(
-        &'a self,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<ListPage<K>, Error>> {
+    fn list_boxed<'a>(&'a self, opts: &'a ListOptions) -> BoxFuture<'a, Result<ListPage<K>, Error>> {
         Box::pin(self.list(opts))
     }
-    fn watch_boxed<'a>(
-        &'a self,
-        opts: &'a WatchOptions,
-    ) -> BoxFuture<'a, Result<WatchStream<K>, Error>> {
+    fn watch_boxed<'a>(&'a self, opts: &'a WatchOptions) -> BoxFuture<'a, Result<WatchStream<K>, Error>> {
         Box::pin(self.watch(opts))
     }
 }

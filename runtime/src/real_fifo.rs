@@ -39,11 +39,7 @@ impl<K: Resource + Send + Sync + 'static> InOrderFifo<K> {
     /// A queue whose deletion detection and resync read `known` (the informer's store).
     pub fn new(known: Arc<Indexer<K>>) -> Self {
         InOrderFifo {
-            state: Mutex::new(State {
-                items: VecDeque::new(),
-                population: Population::default(),
-                closed: false,
-            }),
+            state: Mutex::new(State { items: VecDeque::new(), population: Population::default(), closed: false }),
             notify: Notify::new(),
             known,
         }
@@ -112,8 +108,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
         let mut added = false;
         self.known.for_each(|key, obj| {
             if !pending.contains(key) {
-                st.items
-                    .push_back(Delta::new(DeltaType::Sync, key.clone(), obj.clone()));
+                st.items.push_back(Delta::new(DeltaType::Sync, key.clone(), obj.clone()));
                 added = true;
             }
         });
@@ -138,10 +133,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
                     if let Some(delta) = st.items.pop_front() {
                         let is_in_initial_list = st.population.on_pop();
                         let apply = apply.take().expect("apply is called once");
-                        return Some(apply(Popped {
-                            deltas: vec![delta],
-                            is_in_initial_list,
-                        }));
+                        return Some(apply(Popped { deltas: vec![delta], is_in_initial_list }));
                     }
                 }
                 notified.await;

@@ -240,11 +240,7 @@ where
         (min + fastrand::u64(0..=min)) as u32
     }
 
-    async fn list_and_watch(
-        &mut self,
-        cancel: &CancellationToken,
-        backoff: &mut Backoff,
-    ) -> Result<Round, Error> {
+    async fn list_and_watch(&mut self, cancel: &CancellationToken, backoff: &mut Backoff) -> Result<Round, Error> {
         let use_watch_list = match self.config.watch_list {
             WatchListMode::Never => false,
             WatchListMode::Always => true,
@@ -262,8 +258,7 @@ where
                     if self.config.watch_list == WatchListMode::Always {
                         return Err(e);
                     }
-                    if matches!(&e, Error::Api(s) if (400..500).contains(&s.code) && s.code != 410 && s.code != 429)
-                    {
+                    if matches!(&e, Error::Api(s) if (400..500).contains(&s.code) && s.code != 410 && s.code != 429) {
                         self.watch_list_refused = true;
                     }
                     if e.is_expired() || e.is_too_large_resource_version() {
@@ -353,10 +348,7 @@ where
                         seen.clear();
                         continue;
                     }
-                    Err(e)
-                        if (e.is_expired() || e.is_too_large_resource_version())
-                            && !rv.is_empty() =>
-                    {
+                    Err(e) if (e.is_expired() || e.is_too_large_resource_version()) && !rv.is_empty() => {
                         self.report(&e);
                         self.rv_unavailable = true;
                         rv = String::new();
@@ -386,11 +378,7 @@ where
     /// Streams the initial state through WatchList; returns the open stream after the
     /// `initial-events-end` bookmark.
     async fn watch_list(&mut self) -> Result<WatchStream<K>, Error> {
-        let rv = if self.rv_unavailable {
-            String::new()
-        } else {
-            self.state.last_sync_resource_version()
-        };
+        let rv = if self.rv_unavailable { String::new() } else { self.state.last_sync_resource_version() };
         let timeout = self.watch_timeout();
         let opts = WatchOptions {
             label_selector: self.config.label_selector.clone(),
@@ -404,14 +392,12 @@ where
         let deadline = tokio::time::Instant::now() + self.config.initial_events_timeout;
         let mut seen: HashSet<ObjectKey> = HashSet::new();
         loop {
-            let next = tokio::time::timeout_at(deadline, stream.next())
-                .await
-                .map_err(|_| {
-                    Error::Protocol(format!(
-                        "no {INITIAL_EVENTS_END_ANNOTATION} bookmark within {:?}",
-                        self.config.initial_events_timeout
-                    ))
-                })?;
+            let next = tokio::time::timeout_at(deadline, stream.next()).await.map_err(|_| {
+                Error::Protocol(format!(
+                    "no {INITIAL_EVENTS_END_ANNOTATION} bookmark within {:?}",
+                    self.config.initial_events_timeout
+                ))
+            })?;
             match next {
                 None => {
                     return Err(Error::Protocol(format!(
@@ -431,11 +417,7 @@ where
                     }
                 }
                 Some(Ok(WatchEvent::Bookmark(b))) => {
-                    let end = b
-                        .metadata
-                        .annotations
-                        .get(INITIAL_EVENTS_END_ANNOTATION)
-                        .is_some_and(|v| v == "true");
+                    let end = b.metadata.annotations.get(INITIAL_EVENTS_END_ANNOTATION).is_some_and(|v| v == "true");
                     if end {
                         self.queue.replace_finish(&seen);
                         self.state.set_rv(&b.metadata.resource_version);

@@ -22,10 +22,7 @@ pub struct SelectorParseError {
 
 /// Parses a label selector in the API's string form.
 pub fn parse_label_selector(s: &str) -> Result<Selector, SelectorParseError> {
-    let err = |reason: String| SelectorParseError {
-        selector: s.to_string(),
-        reason,
-    };
+    let err = |reason: String| SelectorParseError { selector: s.to_string(), reason };
     let mut exprs = Vec::new();
     for part in split_top_level(s).map_err(err)? {
         let part = part.trim();
@@ -75,12 +72,7 @@ fn valid_key(k: &str) -> Result<(), String> {
         None => (None, k),
     };
     if let Some(p) = prefix {
-        if p.is_empty()
-            || p.len() > 253
-            || !p
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        {
+        if p.is_empty() || p.len() > 253 || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.') {
             return Err(format!("invalid key prefix {p:?}"));
         }
     }
@@ -95,20 +87,13 @@ fn valid_name(v: &str) -> Result<(), String> {
     let first = v.chars().next().unwrap_or('-');
     let last = v.chars().last().unwrap_or('-');
     if !v.chars().all(ok_char) || !first.is_ascii_alphanumeric() || !last.is_ascii_alphanumeric() {
-        return Err(
-            "must be alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
-                .into(),
-        );
+        return Err("must be alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric".into());
     }
     Ok(())
 }
 
 fn valid_value(v: &str) -> Result<(), String> {
-    if v.is_empty() {
-        Ok(())
-    } else {
-        valid_name(v).map_err(|e| format!("invalid value {v:?}: {e}"))
-    }
+    if v.is_empty() { Ok(()) } else { valid_name(v).map_err(|e| format!("invalid value {v:?}: {e}")) }
 }
 
 fn parse_requirement(p: &str) -> Result<Expression, String> {
@@ -132,12 +117,8 @@ fn parse_requirement(p: &str) -> Result<Expression, String> {
     if let Some(open) = p.find('(') {
         let head = p[..open].trim();
         let rest = p[open + 1..].trim_end();
-        let inner = rest
-            .strip_suffix(')')
-            .ok_or_else(|| "missing ')'".to_string())?;
-        let (key, op) = head
-            .rsplit_once(char::is_whitespace)
-            .ok_or_else(|| format!("expected 'key in (...)' in {p:?}"))?;
+        let inner = rest.strip_suffix(')').ok_or_else(|| "missing ')'".to_string())?;
+        let (key, op) = head.rsplit_once(char::is_whitespace).ok_or_else(|| format!("expected 'key in (...)' in {p:?}"))?;
         let key = key.trim();
         valid_key(key)?;
         let values = inner
@@ -167,46 +148,17 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn parses_and_matches_all_operators() {
-        let s = parse_label_selector("app=web, tier in (front, back),env!=prod,!legacy,team, x==y")
-            .unwrap();
-        assert_eq!(
-            s.to_string(),
-            "app=web,tier in (back,front),env!=prod,!legacy,team,x=y"
-        );
-        assert!(s.matches(&labels(&[
-            ("app", "web"),
-            ("tier", "front"),
-            ("team", "a"),
-            ("x", "y")
-        ])));
-        assert!(!s.matches(&labels(&[
-            ("app", "web"),
-            ("tier", "front"),
-            ("team", "a"),
-            ("x", "y"),
-            ("legacy", "1")
-        ])));
-        assert!(!s.matches(&labels(&[
-            ("app", "web"),
-            ("tier", "mid"),
-            ("team", "a"),
-            ("x", "y")
-        ])));
-        assert!(!s.matches(&labels(&[
-            ("app", "web"),
-            ("tier", "front"),
-            ("team", "a"),
-            ("x", "y"),
-            ("env", "prod")
-        ])));
+        let s = parse_label_selector("app=web, tier in (front, back),env!=prod,!legacy,team, x==y").unwrap();
+        assert_eq!(s.to_string(), "app=web,tier in (back,front),env!=prod,!legacy,team,x=y");
+        assert!(s.matches(&labels(&[("app", "web"), ("tier", "front"), ("team", "a"), ("x", "y")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "front"), ("team", "a"), ("x", "y"), ("legacy", "1")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "mid"), ("team", "a"), ("x", "y")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "front"), ("team", "a"), ("x", "y"), ("env", "prod")])));
         let n = parse_label_selector("k notin (a,b)").unwrap();
         assert!(n.matches(&labels(&[])));
         assert!(!n.matches(&labels(&[("k", "a")])));
@@ -222,16 +174,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        for bad in [
-            "a=b,",
-            "in (a",
-            "k in a)",
-            "k foo (a)",
-            "=x",
-            "a b",
-            "-a=b",
-            "a=-b",
-        ] {
+        for bad in ["a=b,", "in (a", "k in a)", "k foo (a)", "=x", "a b", "-a=b", "a=-b"] {
             assert!(parse_label_selector(bad).is_err(), "{bad} should not parse");
         }
     }

@@ -25,9 +25,7 @@ use parking_lot::Mutex;
 use crate::error::{ApiStatus, Error};
 use crate::key::ObjectKey;
 use crate::lister::matches_labels;
-use crate::lister_watcher::{
-    ListOptions, ListPage, ListerWatcher, WatchEvent, WatchOptions, WatchStream,
-};
+use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
 use crate::reflector::INITIAL_EVENTS_END_ANNOTATION;
 use crate::selector::parse_label_selector;
 
@@ -61,9 +59,7 @@ pub struct FakeApiServer<K> {
 
 impl<K> Clone for FakeApiServer<K> {
     fn clone(&self) -> Self {
-        FakeApiServer {
-            state: self.state.clone(),
-        }
+        FakeApiServer { state: self.state.clone() }
     }
 }
 
@@ -122,9 +118,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
         st.history.push((st.rv, ev.clone()));
         st.watchers.retain(|w| {
             let send = match &ev {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                    matches_labels(&w.selector, o)
-                }
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => matches_labels(&w.selector, o),
                 _ => true,
             };
             !send || w.tx.unbounded_send(Ok(ev.clone())).is_ok()
@@ -179,8 +173,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
     pub fn expire_watchers(&self) {
         let mut st = self.state.lock();
         for w in st.watchers.drain(..) {
-            let _ =
-                w.tx.unbounded_send(Ok(status_event(410, "Expired", "too old resource version")));
+            let _ = w.tx.unbounded_send(Ok(status_event(410, "Expired", "too old resource version")));
         }
     }
 
@@ -188,16 +181,14 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
     pub fn bookmark(&self) {
         let mut st = self.state.lock();
         let rv = st.rv.to_string();
-        st.watchers
-            .retain(|w| w.tx.unbounded_send(Ok(bookmark(&rv, false))).is_ok());
+        st.watchers.retain(|w| w.tx.unbounded_send(Ok(bookmark(&rv, false))).is_ok());
     }
 
     /// Sends `event` as is to every open watch, without changing the state (duplicates,
     /// stale or out-of-order events).
     pub fn inject(&self, event: WatchEvent<K>) {
         let mut st = self.state.lock();
-        st.watchers
-            .retain(|w| w.tx.unbounded_send(Ok(event.clone())).is_ok());
+        st.watchers.retain(|w| w.tx.unbounded_send(Ok(event.clone())).is_ok());
     }
 
     /// Takes the server off the network (`false`): open watches end and every call fails
@@ -264,12 +255,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
             .lock()
             .objects
             .iter()
-            .map(|(k, o)| {
-                (
-                    k.to_string(),
-                    o.meta().resource_version.clone().unwrap_or_default(),
-                )
-            })
+            .map(|(k, o)| (k.to_string(), o.meta().resource_version.clone().unwrap_or_default()))
             .collect()
     }
 
@@ -282,29 +268,18 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
 fn bookmark<K>(rv: &str, initial_end: bool) -> WatchEvent<K> {
     let mut annotations = BTreeMap::new();
     if initial_end {
-        annotations.insert(
-            INITIAL_EVENTS_END_ANNOTATION.to_string(),
-            "true".to_string(),
-        );
+        annotations.insert(INITIAL_EVENTS_END_ANNOTATION.to_string(), "true".to_string());
     }
     WatchEvent::Bookmark(Bookmark {
         types: TypeMeta::default(),
-        metadata: BookmarkMeta {
-            resource_version: rv.to_string(),
-            annotations,
-        },
+        metadata: BookmarkMeta { resource_version: rv.to_string(), annotations },
     })
 }
 
 fn selector_of(s: &Option<String>) -> Result<Selector, Error> {
     match s {
         Some(s) => parse_label_selector(s).map_err(|e| {
-            Error::Api(ApiStatus {
-                code: 400,
-                reason: "BadRequest".into(),
-                message: e.to_string(),
-                causes: vec![],
-            })
+            Error::Api(ApiStatus { code: 400, reason: "BadRequest".into(), message: e.to_string(), causes: vec![] })
         }),
         None => Ok(Selector::default()),
     }
@@ -326,14 +301,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
                 let (id, offset) = token
                     .split_once(':')
                     .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<usize>().ok()?)))
-                    .ok_or_else(|| {
-                        Error::Api(ApiStatus {
-                            code: 400,
-                            reason: "BadRequest".into(),
-                            message: "bad continue".into(),
-                            causes: vec![],
-                        })
-                    })?;
+                    .ok_or_else(|| Error::Api(ApiStatus { code: 400, reason: "BadRequest".into(), message: "bad continue".into(), causes: vec![] }))?;
                 match st.snapshots.get(&id) {
                     Some((rv, _)) if *rv >= st.compacted => (id, offset),
                     _ => return Err(expired_error()),
@@ -342,23 +310,14 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
             None => {
                 let id = st.next_snapshot;
                 st.next_snapshot += 1;
-                let items: Vec<K> = st
-                    .objects
-                    .values()
-                    .filter(|o| matches_labels(&selector, *o))
-                    .cloned()
-                    .collect();
+                let items: Vec<K> = st.objects.values().filter(|o| matches_labels(&selector, *o)).cloned().collect();
                 let rv = st.rv;
                 st.snapshots.insert(id, (rv, items));
                 (id, 0)
             }
         };
         let (rv, items) = &st.snapshots[&id];
-        let limit = opts
-            .limit
-            .map(|l| l as usize)
-            .filter(|l| *l > 0)
-            .unwrap_or(usize::MAX);
+        let limit = opts.limit.map(|l| l as usize).filter(|l| *l > 0).unwrap_or(usize::MAX);
         let end = offset.saturating_add(limit).min(items.len());
         let page = items[offset.min(items.len())..end].to_vec();
         let more = end < items.len();
@@ -371,11 +330,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
             st.rv += 1;
             st.compacted = st.rv;
         }
-        Ok(ListPage {
-            items: page,
-            resource_version: rv,
-            continue_token: more.then(|| format!("{id}:{end}")),
-        })
+        Ok(ListPage { items: page, resource_version: rv, continue_token: more.then(|| format!("{id}:{end}")) })
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<K>, Error> {
@@ -398,11 +353,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
                     causes: vec![],
                 }));
             }
-            for o in st
-                .objects
-                .values()
-                .filter(|o| matches_labels(&selector, *o))
-            {
+            for o in st.objects.values().filter(|o| matches_labels(&selector, *o)) {
                 let _ = tx.unbounded_send(Ok(WatchEvent::Added(o.clone())));
             }
             if st.initial_events_end {
@@ -411,36 +362,21 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
         } else {
             let from = opts.resource_version.as_str();
             if from.is_empty() || from == "0" {
-                for o in st
-                    .objects
-                    .values()
-                    .filter(|o| matches_labels(&selector, *o))
-                {
+                for o in st.objects.values().filter(|o| matches_labels(&selector, *o)) {
                     let _ = tx.unbounded_send(Ok(WatchEvent::Added(o.clone())));
                 }
             } else {
                 let from: u64 = from.parse().map_err(|_| {
-                    Error::Api(ApiStatus {
-                        code: 400,
-                        reason: "BadRequest".into(),
-                        message: "bad resourceVersion".into(),
-                        causes: vec![],
-                    })
+                    Error::Api(ApiStatus { code: 400, reason: "BadRequest".into(), message: "bad resourceVersion".into(), causes: vec![] })
                 })?;
                 if from < st.compacted {
-                    let _ = tx.unbounded_send(Ok(status_event(
-                        410,
-                        "Expired",
-                        "too old resource version",
-                    )));
+                    let _ = tx.unbounded_send(Ok(status_event(410, "Expired", "too old resource version")));
                     drop(tx);
                     return Ok(rx.boxed());
                 }
                 for (rv, ev) in &st.history {
                     let send = match ev {
-                        WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                            matches_labels(&selector, o)
-                        }
+                        WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => matches_labels(&selector, o),
                         _ => true,
                     };
                     if *rv > from && send {

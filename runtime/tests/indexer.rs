@@ -10,24 +10,11 @@ use informer_runtime::{IndexError, IndexFunc, Indexer, NAMESPACE_INDEX, ObjectKe
 use k8s_openapi::api::core::v1::ConfigMap;
 
 fn by_label(label: &'static str) -> IndexFunc<ConfigMap> {
-    Arc::new(move |o: &ConfigMap| {
-        o.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(label))
-            .cloned()
-            .into_iter()
-            .collect()
-    })
+    Arc::new(move |o: &ConfigMap| o.metadata.labels.as_ref().and_then(|l| l.get(label)).cloned().into_iter().collect())
 }
 
 fn by_data_keys() -> IndexFunc<ConfigMap> {
-    Arc::new(|o: &ConfigMap| {
-        o.data
-            .as_ref()
-            .map(|d| d.values().cloned().collect())
-            .unwrap_or_default()
-    })
+    Arc::new(|o: &ConfigMap| o.data.as_ref().map(|d| d.values().cloned().collect()).unwrap_or_default())
 }
 
 fn put(store: &Indexer<ConfigMap>, o: ConfigMap) {
@@ -35,9 +22,7 @@ fn put(store: &Indexer<ConfigMap>, o: ConfigMap) {
 }
 
 fn names(v: Vec<Arc<ConfigMap>>) -> HashSet<String> {
-    v.into_iter()
-        .map(|o| o.metadata.name.clone().unwrap())
-        .collect()
+    v.into_iter().map(|o| o.metadata.name.clone().unwrap()).collect()
 }
 
 fn set(items: &[&str]) -> HashSet<String> {
@@ -50,10 +35,7 @@ fn namespace_index_is_there_from_the_start() {
     put(&s, cm("a", "x", &[]));
     put(&s, cm("b", "y", &[]));
     put(&s, cm("a", "z", &[]));
-    assert_eq!(
-        names(s.by_index(NAMESPACE_INDEX, "a").unwrap()),
-        set(&["x", "z"])
-    );
+    assert_eq!(names(s.by_index(NAMESPACE_INDEX, "a").unwrap()), set(&["x", "z"]));
     let mut values = s.list_index_values(NAMESPACE_INDEX);
     values.sort();
     assert_eq!(values, vec!["a", "b"]);
@@ -64,8 +46,7 @@ fn add_indexers_on_a_populated_store_and_keep_them_exact() {
     let s = Indexer::new();
     put(&s, cm("ns", "a", &[("app", "web")]));
     put(&s, cm("ns", "b", &[("app", "db")]));
-    s.add_indexers([("app".to_string(), by_label("app"))])
-        .unwrap();
+    s.add_indexers([("app".to_string(), by_label("app"))]).unwrap();
     assert_eq!(names(s.by_index("app", "web").unwrap()), set(&["a"]));
 
     // An update moves the object between values, and empty values disappear.
@@ -76,12 +57,7 @@ fn add_indexers_on_a_populated_store_and_keep_them_exact() {
 
     // Removal.
     s.remove("ns/b");
-    let keys: Vec<String> = s
-        .index_keys("app", "db")
-        .unwrap()
-        .into_iter()
-        .map(|k| k.to_string())
-        .collect();
+    let keys: Vec<String> = s.index_keys("app", "db").unwrap().into_iter().map(|k| k.to_string()).collect();
     assert_eq!(keys, vec!["ns/a"]);
 
     // Replace rebuilds every index.
@@ -96,16 +72,9 @@ fn add_indexers_on_a_populated_store_and_keep_them_exact() {
 #[test]
 fn multi_valued_index_and_index_by_object() {
     let s = Indexer::new();
-    s.add_indexers([("data".to_string(), by_data_keys())])
-        .unwrap();
+    s.add_indexers([("data".to_string(), by_data_keys())]).unwrap();
     let mut a = cm("ns", "a", &[]);
-    a.data = Some(
-        [
-            ("x".to_string(), "red".to_string()),
-            ("y".to_string(), "blue".to_string()),
-        ]
-        .into(),
-    );
+    a.data = Some([("x".to_string(), "red".to_string()), ("y".to_string(), "blue".to_string())].into());
     let mut b = cm("ns", "b", &[]);
     b.data = Some([("x".to_string(), "blue".to_string())].into());
     put(&s, a.clone());
@@ -118,23 +87,13 @@ fn multi_valued_index_and_index_by_object() {
 #[test]
 fn index_errors() {
     let s: Indexer<ConfigMap> = Indexer::new();
+    assert_eq!(s.by_index("nope", "x").unwrap_err(), IndexError::NoSuchIndex("nope".into()));
     assert_eq!(
-        s.by_index("nope", "x").unwrap_err(),
-        IndexError::NoSuchIndex("nope".into())
-    );
-    assert_eq!(
-        s.add_indexers([(NAMESPACE_INDEX.to_string(), by_label("x"))])
-            .unwrap_err(),
+        s.add_indexers([(NAMESPACE_INDEX.to_string(), by_label("x"))]).unwrap_err(),
         IndexError::Conflict(NAMESPACE_INDEX.into())
     );
     // A failed add_indexers changes nothing.
-    assert!(
-        s.add_indexers([
-            ("a".to_string(), by_label("a")),
-            ("a".to_string(), by_label("a"))
-        ])
-        .is_err()
-    );
+    assert!(s.add_indexers([("a".to_string(), by_label("a")), ("a".to_string(), by_label("a"))]).is_err());
     assert!(!s.index_names().contains(&"a".to_string()));
 }
 
@@ -144,8 +103,5 @@ fn objects_are_shared_not_copied() {
     let o = Arc::new(cm("ns", "a", &[]));
     s.upsert("ns/a".into(), o.clone());
     assert!(Arc::ptr_eq(&o, &s.get("ns/a").unwrap()));
-    assert!(Arc::ptr_eq(
-        &o,
-        &s.by_index(NAMESPACE_INDEX, "ns").unwrap()[0]
-    ));
+    assert!(Arc::ptr_eq(&o, &s.by_index(NAMESPACE_INDEX, "ns").unwrap()[0]));
 }

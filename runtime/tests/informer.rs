@@ -12,8 +12,8 @@ use common::{Recorder, cm, describe, eventually, key, rv};
 use futures::StreamExt;
 use informer_runtime::testing::{FakeApiServer, expired_error};
 use informer_runtime::{
-    Error, Event, HandlerFn, HandlerOptions, InformerOptions, QueueMode, ReflectorConfig,
-    SharedIndexInformer, WatchListMode, parse_label_selector, strip_managed_fields,
+    Error, Event, HandlerFn, HandlerOptions, InformerOptions, QueueMode, ReflectorConfig, SharedIndexInformer,
+    WatchListMode, parse_label_selector, strip_managed_fields,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
@@ -31,26 +31,16 @@ fn options(watch_list: WatchListMode, queue_mode: QueueMode) -> InformerOptions 
     }
 }
 
-fn informer(
-    server: &FakeApiServer<ConfigMap>,
-    watch_list: WatchListMode,
-) -> SharedIndexInformer<ConfigMap> {
+fn informer(server: &FakeApiServer<ConfigMap>, watch_list: WatchListMode) -> SharedIndexInformer<ConfigMap> {
     SharedIndexInformer::new(server.clone(), options(watch_list, QueueMode::InOrder))
 }
 
 fn cache_versions(i: &SharedIndexInformer<ConfigMap>) -> BTreeMap<String, String> {
-    i.indexer()
-        .entries()
-        .into_iter()
-        .map(|(k, o)| (k.to_string(), rv(&o)))
-        .collect()
+    i.indexer().entries().into_iter().map(|(k, o)| (k.to_string(), rv(&o))).collect()
 }
 
 async fn converged(server: &FakeApiServer<ConfigMap>, i: &SharedIndexInformer<ConfigMap>) {
-    eventually(10, "cache equals server", || {
-        cache_versions(i) == server.key_versions()
-    })
-    .await;
+    eventually(10, "cache equals server", || cache_versions(i) == server.key_versions()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,37 +58,24 @@ async fn paged_list_then_watch_converges_with_client_go_resource_versions() {
     converged(&server, &inf).await;
     reg.wait_for_sync().await;
     assert_eq!(rec.count("ADD "), 1203);
-    assert!(
-        rec.lines().iter().all(|l| l.ends_with(" true")),
-        "initial adds are flagged"
-    );
+    assert!(rec.lines().iter().all(|l| l.ends_with(" true")), "initial adds are flagged");
 
     let lists = server.list_calls();
     assert_eq!(lists.len(), 3, "1203 objects in pages of 500");
-    assert_eq!(
-        lists[0].resource_version.as_deref(),
-        Some("0"),
-        "first list at RV 0"
-    );
+    assert_eq!(lists[0].resource_version.as_deref(), Some("0"), "first list at RV 0");
     assert_eq!(lists[0].limit, Some(500));
     assert!(lists[1].continue_token.is_some());
     let watch = &server.watch_calls()[0];
     assert_eq!(watch.resource_version, server.resource_version());
     assert!(watch.allow_watch_bookmarks);
     let t = watch.timeout_seconds.unwrap();
-    assert!(
-        (300..=600).contains(&t),
-        "watch timeout {t} within 5-10 min"
-    );
+    assert!((300..=600).contains(&t), "watch timeout {t} within 5-10 min");
 
     let a = server.update(cm("ns0", "cm0", &[("x", "y")]));
     server.delete("ns1/cm1");
     let c = server.create(cm("ns9", "new", &[]));
     converged(&server, &inf).await;
-    eventually(5, "handler saw the watch events", || {
-        rec.lines().len() == 1206
-    })
-    .await;
+    eventually(5, "handler saw the watch events", || rec.lines().len() == 1206).await;
     let tail = rec.lines()[1203..].to_vec();
     assert_eq!(
         tail,
@@ -117,9 +94,7 @@ async fn deletions_while_disconnected_arrive_as_tombstones_after_410() {
     for mode in [QueueMode::InOrder, QueueMode::DeltaFifo] {
         for watch_list in [WatchListMode::Never, WatchListMode::Auto] {
             let server = FakeApiServer::new();
-            let created: Vec<ConfigMap> = (0..10)
-                .map(|i| server.create(cm("ns", &format!("cm{i}"), &[])))
-                .collect();
+            let created: Vec<ConfigMap> = (0..10).map(|i| server.create(cm("ns", &format!("cm{i}"), &[]))).collect();
             let inf = SharedIndexInformer::new(server.clone(), options(watch_list, mode));
             let rec = Recorder::default();
             inf.add_event_handler(rec.clone()).unwrap();
@@ -147,21 +122,10 @@ async fn deletions_while_disconnected_arrive_as_tombstones_after_410() {
             for g in &gone {
                 // The tombstone carries the last state the cache knew.
                 let expect = format!("DELETE {} {} tombstone", key(g), rv(g));
-                assert!(
-                    lines.contains(&expect),
-                    "{expect} in {lines:?} ({mode:?}, {watch_list:?})"
-                );
+                assert!(lines.contains(&expect), "{expect} in {lines:?} ({mode:?}, {watch_list:?})");
             }
-            assert!(
-                lines
-                    .iter()
-                    .any(|l| l == &format!("UPDATE ns/cm5 {}->{}", rv(&created[5]), rv(&changed))),
-                "{lines:?}"
-            );
-            assert!(
-                errors.load(Ordering::SeqCst) > 0,
-                "the error hook saw the outage"
-            );
+            assert!(lines.iter().any(|l| l == &format!("UPDATE ns/cm5 {}->{}", rv(&created[5]), rv(&changed))), "{lines:?}");
+            assert!(errors.load(Ordering::SeqCst) > 0, "the error hook saw the outage");
             inf.shutdown().await;
         }
     }
@@ -179,28 +143,16 @@ async fn relist_resource_versions_follow_client_go() {
     // A watch that fails with 410 relists at the last synced RV (not a consistent read).
     server.fail_next_watch(expired_error());
     server.disconnect_watchers();
-    eventually(10, "relisted after watch 410", || {
-        server.list_calls().len() == 2
-    })
-    .await;
-    assert_eq!(
-        server.list_calls()[1].resource_version.as_deref(),
-        Some(synced_rv.as_str())
-    );
+    eventually(10, "relisted after watch 410", || server.list_calls().len() == 2).await;
+    assert_eq!(server.list_calls()[1].resource_version.as_deref(), Some(synced_rv.as_str()));
 
     // A list that fails with 410 is retried as a consistent read ("").
     server.fail_next_watch(expired_error());
     server.fail_next_list(expired_error());
     server.disconnect_watchers();
-    eventually(10, "consistent relist after list 410", || {
-        server.list_calls().len() == 4
-    })
-    .await;
+    eventually(10, "consistent relist after list 410", || server.list_calls().len() == 4).await;
     let calls = server.list_calls();
-    assert_eq!(
-        calls[2].resource_version.as_deref(),
-        Some(synced_rv.as_str())
-    );
+    assert_eq!(calls[2].resource_version.as_deref(), Some(synced_rv.as_str()));
     assert_eq!(calls[3].resource_version.as_deref(), Some(""));
     converged(&server, &inf).await;
     inf.shutdown().await;
@@ -219,17 +171,10 @@ async fn expired_continue_token_falls_back_to_one_unpaged_list() {
     converged(&server, &inf).await;
     let calls = server.list_calls();
     assert_eq!(calls.len(), 3, "{calls:?}");
-    assert!(
-        calls[1].continue_token.is_some(),
-        "second page asked with the token"
-    );
+    assert!(calls[1].continue_token.is_some(), "second page asked with the token");
     assert_eq!(calls[2].continue_token, None, "fallback list has no token");
     assert_eq!(calls[2].limit, None, "fallback list is unpaged");
-    assert_eq!(
-        calls[2].resource_version.as_deref(),
-        Some("0"),
-        "at the same resourceVersion"
-    );
+    assert_eq!(calls[2].resource_version.as_deref(), Some("0"), "at the same resourceVersion");
     inf.shutdown().await;
 }
 
@@ -255,11 +200,7 @@ async fn watch_list_streams_the_initial_state_without_listing() {
     assert_eq!(server.watch_calls().len(), 1);
     eventually(5, "51 adds", || rec.count("ADD ") == 51).await;
     assert_eq!(rec.count("ADD ns/late"), 1);
-    assert!(
-        rec.lines()
-            .iter()
-            .any(|l| l.starts_with("ADD ns/late") && l.ends_with("false"))
-    );
+    assert!(rec.lines().iter().any(|l| l.starts_with("ADD ns/late") && l.ends_with("false")));
     inf.shutdown().await;
 }
 
@@ -279,11 +220,7 @@ async fn watch_list_falls_back_when_refused_and_never_asks_again() {
     server.compact();
     server.create(cm("ns", "b", &[]));
     converged(&server, &inf).await;
-    let initial_event_watches = server
-        .watch_calls()
-        .iter()
-        .filter(|w| w.send_initial_events)
-        .count();
+    let initial_event_watches = server.watch_calls().iter().filter(|w| w.send_initial_events).count();
     assert_eq!(initial_event_watches, 1);
     inf.shutdown().await;
 }
@@ -296,13 +233,8 @@ async fn watch_list_without_end_bookmark_does_not_hang() {
     let inf = informer(&server, WatchListMode::Auto);
     inf.start().unwrap();
     let started = Instant::now();
-    tokio::time::timeout(Duration::from_secs(10), inf.wait_for_sync())
-        .await
-        .expect("synced through the fallback");
-    assert!(
-        started.elapsed() >= Duration::from_millis(250),
-        "waited for the initial-events timeout first"
-    );
+    tokio::time::timeout(Duration::from_secs(10), inf.wait_for_sync()).await.expect("synced through the fallback");
+    assert!(started.elapsed() >= Duration::from_millis(250), "waited for the initial-events timeout first");
     assert_eq!(server.list_calls().len(), 1, "fell back to list");
     converged(&server, &inf).await;
     inf.shutdown().await;
@@ -322,23 +254,12 @@ async fn duplicate_and_out_of_order_events_then_relist_converge() {
     // A duplicate of the newest event and a stale event from before it.
     server.inject(informer_runtime::WatchEvent::Modified(a2.clone()));
     server.inject(informer_runtime::WatchEvent::Modified(a1.clone()));
-    server.inject(informer_runtime::WatchEvent::Added(cm(
-        "ns",
-        "phantom",
-        &[],
-    )));
-    eventually(5, "stale events applied", || {
-        inf.indexer().contains_key("ns/phantom")
-    })
-    .await;
+    server.inject(informer_runtime::WatchEvent::Added(cm("ns", "phantom", &[])));
+    eventually(5, "stale events applied", || inf.indexer().contains_key("ns/phantom")).await;
     // A relist (410) brings the cache back to the server's state.
     server.expire_watchers();
     converged(&server, &inf).await;
-    assert!(
-        rec.lines()
-            .iter()
-            .any(|l| l.starts_with("DELETE ns/phantom") && l.ends_with("tombstone"))
-    );
+    assert!(rec.lines().iter().any(|l| l.starts_with("DELETE ns/phantom") && l.ends_with("tombstone")));
     inf.shutdown().await;
 }
 
@@ -370,15 +291,9 @@ async fn late_handler_sees_exactly_the_current_objects_once() {
     let reg = inf.add_event_handler(rec.clone()).unwrap();
     writer.await.unwrap();
     converged(&server, &inf).await;
-    eventually(5, "handler caught up", || {
-        reg.queue_depth() == 0 && rec.count("ADD ") == 215
-    })
-    .await;
+    eventually(5, "handler caught up", || reg.queue_depth() == 0 && rec.count("ADD ") == 215).await;
     let lines = rec.lines();
-    let keys: Vec<String> = lines
-        .iter()
-        .map(|l| l.split(' ').nth(1).unwrap().to_string())
-        .collect();
+    let keys: Vec<String> = lines.iter().map(|l| l.split(' ').nth(1).unwrap().to_string()).collect();
     let unique: std::collections::HashSet<_> = keys.iter().cloned().collect();
     assert_eq!(unique.len(), keys.len(), "no object seen twice");
     assert_eq!(unique, server.key_versions().keys().cloned().collect());
@@ -390,10 +305,7 @@ async fn late_handler_sees_exactly_the_current_objects_once() {
 async fn slow_handler_does_not_delay_another() {
     let server = FakeApiServer::new();
     let inf = informer(&server, WatchListMode::Auto);
-    let slow = Recorder {
-        delay: Some(Duration::from_secs(2)),
-        ..Recorder::default()
-    };
+    let slow = Recorder { delay: Some(Duration::from_secs(2)), ..Recorder::default() };
     let fast = Recorder::default();
     let slow_reg = inf.add_event_handler(slow.clone()).unwrap();
     inf.add_event_handler(fast.clone()).unwrap();
@@ -404,17 +316,9 @@ async fn slow_handler_does_not_delay_another() {
         server.create(cm("ns", &format!("cm{i}"), &[]));
     }
     eventually(3, "fast handler got all 5", || fast.count("ADD ") == 5).await;
-    assert!(
-        t0.elapsed() < Duration::from_secs(1),
-        "fast handler took {:?}",
-        t0.elapsed()
-    );
+    assert!(t0.elapsed() < Duration::from_secs(1), "fast handler took {:?}", t0.elapsed());
     assert!(slow.count("ADD ") < 5);
-    assert!(
-        slow_reg.queue_depth() >= 3,
-        "slow handler's queue holds the rest: {}",
-        slow_reg.queue_depth()
-    );
+    assert!(slow_reg.queue_depth() >= 3, "slow handler's queue holds the rest: {}", slow_reg.queue_depth());
     inf.shutdown().await;
 }
 
@@ -437,10 +341,7 @@ async fn panicking_handler_is_skipped_and_the_informer_lives_on() {
     inf.wait_for_sync().await;
     server.create(cm("ns", "boom", &[]));
     server.create(cm("ns", "after", &[]));
-    eventually(5, "event after the panic handled", || {
-        seen.load(Ordering::SeqCst) == 1
-    })
-    .await;
+    eventually(5, "event after the panic handled", || seen.load(Ordering::SeqCst) == 1).await;
     converged(&server, &inf).await;
     inf.shutdown().await;
 }
@@ -452,18 +353,12 @@ async fn has_synced_per_registration_waits_for_the_handler() {
         server.create(cm("ns", &format!("cm{i}"), &[]));
     }
     let inf = informer(&server, WatchListMode::Auto);
-    let slow = Recorder {
-        delay: Some(Duration::from_millis(300)),
-        ..Recorder::default()
-    };
+    let slow = Recorder { delay: Some(Duration::from_millis(300)), ..Recorder::default() };
     let reg = inf.add_event_handler(slow.clone()).unwrap();
     inf.start().unwrap();
     inf.wait_for_sync().await;
     assert!(inf.has_synced());
-    assert!(
-        !reg.has_synced(),
-        "handler still working through its initial adds"
-    );
+    assert!(!reg.has_synced(), "handler still working through its initial adds");
     reg.wait_for_sync().await;
     assert_eq!(slow.count("ADD "), 3);
     inf.shutdown().await;
@@ -497,23 +392,13 @@ async fn resync_reaches_only_handlers_that_asked() {
     let inf = informer(&server, WatchListMode::Auto);
     let resyncing = Recorder::default();
     let quiet = Recorder::default();
-    inf.add_event_handler_with(
-        resyncing.clone(),
-        HandlerOptions {
-            resync_period: Some(Duration::from_secs(1)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    inf.add_event_handler_with(resyncing.clone(), HandlerOptions { resync_period: Some(Duration::from_secs(1)), ..Default::default() })
+        .unwrap();
     inf.add_event_handler(quiet.clone()).unwrap();
     inf.start().unwrap();
     inf.wait_for_sync().await;
     eventually(5, "a resync update", || resyncing.count("UPDATE ns/a") >= 1).await;
-    let line = resyncing
-        .lines()
-        .into_iter()
-        .find(|l| l.starts_with("UPDATE"))
-        .unwrap();
+    let line = resyncing.lines().into_iter().find(|l| l.starts_with("UPDATE")).unwrap();
     assert_eq!(line, "UPDATE ns/a 2->2");
     assert_eq!(quiet.count("UPDATE"), 0);
     inf.shutdown().await;
@@ -526,12 +411,7 @@ async fn event_stream_and_bounded_queue() {
         server.create(cm("ns", &format!("cm{i}"), &[]));
     }
     let inf = informer(&server, WatchListMode::Auto);
-    let mut stream = inf
-        .stream_with(HandlerOptions {
-            queue_bound: Some(2),
-            ..Default::default()
-        })
-        .unwrap();
+    let mut stream = inf.stream_with(HandlerOptions { queue_bound: Some(2), ..Default::default() }).unwrap();
     inf.start().unwrap();
     inf.wait_for_sync().await;
     // Nothing consumed yet: the informer stops applying once the stream's queue exceeds its bound.
@@ -543,24 +423,14 @@ async fn event_stream_and_bounded_queue() {
     assert!(depth <= 3, "bounded queue depth {depth}");
     let mut got = Vec::new();
     while got.len() < 10 {
-        let e = tokio::time::timeout(Duration::from_secs(5), stream.next())
-            .await
-            .unwrap()
-            .unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap().unwrap();
         got.push(describe(&e));
     }
     assert!(got[..3].iter().all(|l| l.ends_with(" true")));
-    assert!(
-        got[3..]
-            .iter()
-            .all(|l| l.starts_with("ADD") && l.ends_with(" false"))
-    );
+    assert!(got[3..].iter().all(|l| l.starts_with("ADD") && l.ends_with(" false")));
     converged(&server, &inf).await;
     drop(stream);
-    eventually(5, "dropped stream unregistered", || {
-        inf.handler_count() == 0
-    })
-    .await;
+    eventually(5, "dropped stream unregistered", || inf.handler_count() == 0).await;
     inf.shutdown().await;
 }
 
@@ -568,27 +438,14 @@ async fn event_stream_and_bounded_queue() {
 async fn transform_strips_managed_fields_before_storing() {
     let server = FakeApiServer::new();
     let mut o = cm("ns", "a", &[]);
-    o.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
-        manager: Some("kubectl".into()),
-        ..Default::default()
-    }]);
+    o.metadata.managed_fields = Some(vec![ManagedFieldsEntry { manager: Some("kubectl".into()), ..Default::default() }]);
     server.create(o);
     let inf = informer(&server, WatchListMode::Auto);
     inf.set_transform(strip_managed_fields()).unwrap();
     inf.start().unwrap();
     inf.wait_for_sync().await;
-    assert!(
-        inf.indexer()
-            .get("ns/a")
-            .unwrap()
-            .metadata
-            .managed_fields
-            .is_none()
-    );
-    assert!(matches!(
-        inf.set_transform(strip_managed_fields()),
-        Err(Error::AlreadyStarted)
-    ));
+    assert!(inf.indexer().get("ns/a").unwrap().metadata.managed_fields.is_none());
+    assert!(matches!(inf.set_transform(strip_managed_fields()), Err(Error::AlreadyStarted)));
     inf.shutdown().await;
 }
 
@@ -609,38 +466,14 @@ async fn listers_answer_from_the_cache() {
         n
     };
     let sel = |s: &str| parse_label_selector(s).unwrap();
-    assert_eq!(
-        names(lister.list(&sel(""))),
-        vec!["db-1", "plain", "web-1", "web-2"]
-    );
-    assert_eq!(
-        names(lister.list(&sel("app=web,tier!=back"))),
-        vec!["web-1"]
-    );
-    assert_eq!(
-        names(lister.list(&sel("app in (web,db)"))),
-        vec!["db-1", "web-1", "web-2"]
-    );
+    assert_eq!(names(lister.list(&sel(""))), vec!["db-1", "plain", "web-1", "web-2"]);
+    assert_eq!(names(lister.list(&sel("app=web,tier!=back"))), vec!["web-1"]);
+    assert_eq!(names(lister.list(&sel("app in (web,db)"))), vec!["db-1", "web-1", "web-2"]);
     assert_eq!(names(lister.list(&sel("!app"))), vec!["plain"]);
-    assert_eq!(
-        names(lister.namespace("b").list(&sel(""))),
-        vec!["db-1", "plain"]
-    );
-    assert_eq!(
-        names(lister.namespace("a").list(&sel("tier=back"))),
-        vec!["web-2"]
-    );
+    assert_eq!(names(lister.namespace("b").list(&sel(""))), vec!["db-1", "plain"]);
+    assert_eq!(names(lister.namespace("a").list(&sel("tier=back"))), vec!["web-2"]);
     assert!(lister.namespace("zzz").list(&sel("")).is_empty());
-    assert_eq!(
-        lister
-            .namespace("a")
-            .get("web-1")
-            .unwrap()
-            .metadata
-            .name
-            .as_deref(),
-        Some("web-1")
-    );
+    assert_eq!(lister.namespace("a").get("web-1").unwrap().metadata.name.as_deref(), Some("web-1"));
     let err = lister.namespace("a").get("db-1").unwrap_err();
     assert_eq!(err.to_string(), "configmaps \"db-1\" not found");
     inf.shutdown().await;
@@ -656,18 +489,8 @@ async fn label_selector_restricts_what_is_cached() {
     let inf = SharedIndexInformer::new(server.clone(), opts);
     inf.start().unwrap();
     inf.wait_for_sync().await;
-    assert_eq!(
-        inf.indexer()
-            .list_keys()
-            .iter()
-            .map(|k| k.to_string())
-            .collect::<Vec<_>>(),
-        vec!["ns/in"]
-    );
-    assert_eq!(
-        server.list_calls()[0].label_selector.as_deref(),
-        Some("team=x")
-    );
+    assert_eq!(inf.indexer().list_keys().iter().map(|k| k.to_string()).collect::<Vec<_>>(), vec!["ns/in"]);
+    assert_eq!(server.list_calls()[0].label_selector.as_deref(), Some("team=x"));
     server.create(cm("ns", "in2", &[("team", "x")]));
     server.create(cm("ns", "out2", &[("team", "y")]));
     eventually(5, "in2 cached", || inf.indexer().contains_key("ns/in2")).await;
@@ -683,13 +506,8 @@ async fn shutdown_ends_everything_and_refuses_new_work() {
     inf.start().unwrap();
     inf.wait_for_sync().await;
     assert_eq!(inf.start().unwrap(), false, "second start is a no-op");
-    tokio::time::timeout(Duration::from_secs(5), inf.shutdown())
-        .await
-        .expect("shutdown returns");
+    tokio::time::timeout(Duration::from_secs(5), inf.shutdown()).await.expect("shutdown returns");
     assert!(inf.is_stopped());
-    assert!(matches!(
-        inf.add_event_handler(Recorder::default()),
-        Err(Error::ShutDown)
-    ));
+    assert!(matches!(inf.add_event_handler(Recorder::default()), Err(Error::ShutDown)));
     eventually(5, "watch closed", || server.open_watches() == 0).await;
 }

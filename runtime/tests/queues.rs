@@ -24,10 +24,7 @@ async fn pop<Q: Queue<ConfigMap>>(q: &Q) -> Popped<ConfigMap> {
 }
 
 fn kinds(p: &Popped<ConfigMap>) -> Vec<(String, DeltaType, bool)> {
-    p.deltas
-        .iter()
-        .map(|d| (d.key.to_string(), d.kind, d.is_tombstone()))
-        .collect()
+    p.deltas.iter().map(|d| (d.key.to_string(), d.kind, d.is_tombstone())).collect()
 }
 
 #[tokio::test]
@@ -39,13 +36,7 @@ async fn delta_fifo_merges_per_key_and_keeps_first_position() {
     q.update(arc("ns", "a", "3"));
     assert_eq!(q.len(), 2);
     let p = pop(&q).await;
-    assert_eq!(
-        kinds(&p),
-        vec![
-            ("ns/a".into(), DeltaType::Added, false),
-            ("ns/a".into(), DeltaType::Updated, false)
-        ]
-    );
+    assert_eq!(kinds(&p), vec![("ns/a".into(), DeltaType::Added, false), ("ns/a".into(), DeltaType::Updated, false)]);
     let p = pop(&q).await;
     assert_eq!(kinds(&p), vec![("ns/b".into(), DeltaType::Added, false)]);
 }
@@ -59,15 +50,7 @@ async fn delta_fifo_dedups_consecutive_deletes_preferring_observed() {
     q.delete(arc("ns", "a", "2")); // the watch's delete
     let p = pop(&q).await;
     assert_eq!(kinds(&p), vec![("ns/a".into(), DeltaType::Deleted, false)]);
-    assert_eq!(
-        p.deltas[0]
-            .object
-            .object()
-            .metadata
-            .resource_version
-            .as_deref(),
-        Some("2")
-    );
+    assert_eq!(p.deltas[0].object.object().metadata.resource_version.as_deref(), Some("2"));
 }
 
 #[tokio::test]
@@ -100,21 +83,12 @@ async fn check_sync_flip<Q: Queue<ConfigMap>>(q: Q) {
     assert!(!q.has_synced(), "not synced before replace_finish");
     q.replace_finish(&seen(&["ns/a", "ns/b"]));
     assert!(!q.has_synced(), "not synced before the pops");
-    assert!(
-        pop(&q).await.is_in_initial_list,
-        "first pop is in the initial list"
-    );
+    assert!(pop(&q).await.is_in_initial_list, "first pop is in the initial list");
     assert!(!q.has_synced());
-    assert!(
-        pop(&q).await.is_in_initial_list,
-        "second pop is in the initial list"
-    );
+    assert!(pop(&q).await.is_in_initial_list, "second pop is in the initial list");
     assert!(q.has_synced(), "synced after the last initial pop");
     q.add(arc("ns", "c", "2"));
-    assert!(
-        !pop(&q).await.is_in_initial_list,
-        "later pops are not initial"
-    );
+    assert!(!pop(&q).await.is_in_initial_list, "later pops are not initial");
 }
 
 #[tokio::test]
@@ -168,15 +142,8 @@ async fn in_order_fifo_relist_tombstones_only_keys_that_would_survive() {
     while !q.is_empty() {
         all.extend(kinds(&pop(&q).await));
     }
-    let tombstones: HashSet<String> = all
-        .iter()
-        .filter(|(_, _, t)| *t)
-        .map(|(k, _, _)| k.clone())
-        .collect();
-    assert_eq!(
-        tombstones,
-        HashSet::from(["ns/stored".to_string(), "ns/pending".to_string()])
-    );
+    let tombstones: HashSet<String> = all.iter().filter(|(_, _, t)| *t).map(|(k, _, _)| k.clone()).collect();
+    assert_eq!(tombstones, HashSet::from(["ns/stored".to_string(), "ns/pending".to_string()]));
 }
 
 #[tokio::test]
@@ -191,13 +158,7 @@ async fn resync_skips_keys_with_pending_deltas() {
     while !q.is_empty() {
         all.extend(kinds(&pop(&q).await));
     }
-    assert_eq!(
-        all,
-        vec![
-            ("ns/a".into(), DeltaType::Updated, false),
-            ("ns/b".into(), DeltaType::Sync, false)
-        ]
-    );
+    assert_eq!(all, vec![("ns/a".into(), DeltaType::Updated, false), ("ns/b".into(), DeltaType::Sync, false)]);
 }
 
 #[tokio::test]
@@ -209,3 +170,4 @@ async fn close_wakes_a_waiting_pop() {
     q.close();
     assert_eq!(waiter.await.unwrap(), None);
 }
+

@@ -23,12 +23,7 @@ impl<'f> KindInformer<'f> {
 
     /// The factory's one shared informer of KIND objects, created on first use. Fails only
     /// after the factory was shut down.
-    pub fn informer(
-        &self,
-    ) -> ::std::result::Result<
-        ::informer_runtime::SharedIndexInformer<Object>,
-        ::informer_runtime::Error,
-    > {
+    pub fn informer(&self) -> ::std::result::Result<::informer_runtime::SharedIndexInformer<Object>, ::informer_runtime::Error> {
         self.factory.informer_for::<Object>()
     }
 
@@ -41,9 +36,7 @@ impl<'f> KindInformer<'f> {
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
-        ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
-        >,
+        ::informer_runtime::SharedIndexInformer<::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>>,
         ::informer_runtime::Error,
     > {
         self.factory.metadata_informer_for::<Object>()
@@ -63,18 +56,12 @@ impl KindLister {
     }
 
     /// The cached KIND objects whose labels match `selector`.
-    pub fn list(
-        &self,
-        selector: &::informer_runtime::Selector,
-    ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
+    pub fn list(&self, selector: &::informer_runtime::Selector) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
 
     /// The cached KIND called `name`, or `NotFound`.
-    pub fn get(
-        &self,
-        name: &str,
-    ) -> ::std::result::Result<::std::sync::Arc<Object>, ::informer_runtime::NotFound> {
+    pub fn get(&self, name: &str) -> ::std::result::Result<::std::sync::Arc<Object>, ::informer_runtime::NotFound> {
         self.inner.get(name)
     }
 
@@ -89,9 +76,7 @@ pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
     registry.register(
         gvr(),
         ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
+            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(factory.informer_for::<Object>()?))
         }),
     );
 }

@@ -67,34 +67,20 @@ fn main() {{
 use serde_json::{Map, Value, json};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()
-        .unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
 }
 
 fn corpus() -> Option<PathBuf> {
-    let p = std::env::var_os("INFORMER_GEN_SCHEMAS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared/schemas"));
+    let p = std::env::var_os("INFORMER_GEN_SCHEMAS").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/schemas"));
     p.join("crds").is_dir().then_some(p)
 }
 
 /// Directories that hold schema files directly, as (project, unit dir).
 fn units(crds: &Path) -> Vec<(String, PathBuf)> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
         entries.sort();
-        if entries.iter().any(|p| {
-            p.is_file()
-                && matches!(
-                    p.extension().and_then(|e| e.to_str()),
-                    Some("yaml" | "yml" | "json")
-                )
-        }) {
+        if entries.iter().any(|p| p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))) {
             out.push(dir.to_path_buf());
         }
         for e in entries.iter().filter(|p| p.is_dir()) {
@@ -105,52 +91,27 @@ fn units(crds: &Path) -> Vec<(String, PathBuf)> {
     walk(crds, &mut dirs);
     dirs.into_iter()
         .map(|d| {
-            let project = d
-                .strip_prefix(crds)
-                .unwrap()
-                .components()
-                .next()
-                .unwrap()
-                .as_os_str()
-                .to_string_lossy()
-                .into_owned();
+            let project = d.strip_prefix(crds).unwrap().components().next().unwrap().as_os_str().to_string_lossy().into_owned();
             (project, d)
         })
         .collect()
 }
 
 fn module_of(unit: &Path, base: &Path) -> String {
-    let rel = unit
-        .strip_prefix(base)
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let rel = unit.strip_prefix(base).unwrap().to_string_lossy().into_owned();
     informer_gen::naming::module_name(&rel.replace('/', "_"))
 }
 
 /// A value for `schema`: every property (`full`) or only the required ones.
 fn sample(schema: &Value, full: bool, depth: usize) -> Value {
-    if schema
-        .get("x-kubernetes-int-or-string")
-        .and_then(Value::as_bool)
-        == Some(true)
-    {
+    if schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
         return json!("25%");
     }
-    let preserve = schema
-        .get("x-kubernetes-preserve-unknown-fields")
-        .and_then(Value::as_bool)
-        == Some(true);
+    let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
     match schema.get("type").and_then(Value::as_str) {
-        Some("string") => match schema
-            .get("enum")
-            .and_then(Value::as_array)
-            .and_then(|e| e.iter().find(|v| v.is_string()))
-        {
+        Some("string") => match schema.get("enum").and_then(Value::as_array).and_then(|e| e.iter().find(|v| v.is_string())) {
             Some(v) => v.clone(),
-            None if schema.get("format").and_then(Value::as_str) == Some("date-time") => {
-                json!("2026-01-02T03:04:05Z")
-            }
+            None if schema.get("format").and_then(Value::as_str) == Some("date-time") => json!("2026-01-02T03:04:05Z"),
             None => json!("x"),
         },
         Some("integer") => json!(7),
@@ -163,13 +124,7 @@ fn sample(schema: &Value, full: bool, depth: usize) -> Value {
         _ => {
             let props = schema.get("properties").and_then(Value::as_object);
             if let Some(props) = props.filter(|p| !p.is_empty()) {
-                let required: Vec<&str> = schema
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
+                let required: Vec<&str> = schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
                 let mut m = Map::new();
                 for (k, v) in props {
                     if full || required.contains(&k.as_str()) {
@@ -177,10 +132,7 @@ fn sample(schema: &Value, full: bool, depth: usize) -> Value {
                     }
                 }
                 if preserve && full {
-                    m.insert(
-                        "fieldTheSchemaDoesNotName".into(),
-                        json!({"kept": [1, "two"]}),
-                    );
+                    m.insert("fieldTheSchemaDoesNotName".into(), json!({"kept": [1, "two"]}));
                 }
                 Value::Object(m)
             } else if let Some(ap) = schema.get("additionalProperties").filter(|a| a.is_object()) {
@@ -196,10 +148,7 @@ fn root_sample(r: &Resource, schema: &Value, full: bool) -> Value {
     let mut v = sample(schema, full, 0);
     let obj = v.as_object_mut().expect("resource schemas are objects");
     obj.remove("metadata");
-    obj.insert(
-        "apiVersion".into(),
-        json!(format!("{}/{}", r.group, r.version)),
-    );
+    obj.insert("apiVersion".into(), json!(format!("{}/{}", r.group, r.version)));
     obj.insert("kind".into(), json!(r.kind));
     let mut meta = json!({"name": "sample", "labels": {"app": "corpus"}});
     if r.namespaced {
@@ -220,9 +169,7 @@ struct Tally {
 #[test]
 fn corpus_generates_compiles_and_round_trips() {
     let Some(schemas) = corpus() else {
-        say(
-            "SKIPPED corpus test: no schema corpus at ../shared/schemas and INFORMER_GEN_SCHEMAS is not set\n",
-        );
+        say("SKIPPED corpus test: no schema corpus at ../shared/schemas and INFORMER_GEN_SCHEMAS is not set\n");
         return;
     };
     let crds = schemas.join("crds");
@@ -235,37 +182,24 @@ fn corpus_generates_compiles_and_round_trips() {
     // 1. Every file alone generates (pass rate per project).
     let started = Instant::now();
     for (project, unit) in units(&crds) {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&unit)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.is_file())
-            .collect();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&unit).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
         files.sort();
         for f in files {
             let t = tally.entry(project.clone()).or_default();
             t.files += 1;
             let mut c = Config::new();
-            c.input(&f)
-                .out_dir(pkg.join("scratch"))
-                .layout(Layout::ModuleTree)
-                .rerun_if_changed(false);
+            c.input(&f).out_dir(pkg.join("scratch")).layout(Layout::ModuleTree).rerun_if_changed(false);
             match c.render() {
                 Ok(_) => t.files_ok += 1,
                 Err(e) => failures.push(format!("generate {}: {e}", f.display())),
             }
         }
     }
-    for (name, input) in [
-        ("openapi-v2", schemas.join("openapi/v2")),
-        ("openapi-v3", schemas.join("openapi/v3")),
-    ] {
+    for (name, input) in [("openapi-v2", schemas.join("openapi/v2")), ("openapi-v3", schemas.join("openapi/v3"))] {
         let t = tally.entry(name.into()).or_default();
         t.files += std::fs::read_dir(&input).unwrap().count();
         let mut c = Config::new();
-        c.input(&input)
-            .out_dir(pkg.join("scratch"))
-            .layout(Layout::ModuleTree)
-            .rerun_if_changed(false);
+        c.input(&input).out_dir(pkg.join("scratch")).layout(Layout::ModuleTree).rerun_if_changed(false);
         match c.render() {
             Ok(_) => t.files_ok = t.files,
             Err(e) => failures.push(format!("generate {}: {e}", input.display())),
@@ -279,18 +213,11 @@ fn corpus_generates_compiles_and_round_trips() {
     let mut members = Vec::new();
     let all_units: Vec<(String, PathBuf)> = units(&crds)
         .into_iter()
-        .chain([
-            ("openapi-v2".to_string(), schemas.join("openapi/v2")),
-            ("openapi-v3".to_string(), schemas.join("openapi/v3")),
-        ])
+        .chain([("openapi-v2".to_string(), schemas.join("openapi/v2")), ("openapi-v3".to_string(), schemas.join("openapi/v3"))])
         .collect();
     let started = Instant::now();
     for (project, unit) in &all_units {
-        let m = if project.starts_with("openapi") {
-            informer_gen::naming::module_name(project)
-        } else {
-            module_of(unit, &crds)
-        };
+        let m = if project.starts_with("openapi") { informer_gen::naming::module_name(project) } else { module_of(unit, &crds) };
         let name = format!("corpus-{}", m.replace('_', "-"));
         let dir = pkg.join(&m);
         let mut c = Config::new();
@@ -308,36 +235,18 @@ fn corpus_generates_compiles_and_round_trips() {
         };
         members.push(m.clone());
         let krate = name.replace('-', "_");
-        let groups =
-            informer_gen::naming::group_modules(r.resources.iter().map(|r| r.group.as_str()));
+        let groups = informer_gen::naming::group_modules(r.resources.iter().map(|r| r.group.as_str()));
         let mut arms = String::new();
         let mut ids = Vec::new();
         for res in &r.resources {
-            let ObjectType::Crd { schema, .. } = &res.object else {
-                continue;
-            };
-            let ty = format!(
-                "{krate}::{}::{}::{}",
-                groups[&res.group],
-                informer_gen::naming::module_name(&res.version),
-                res.kind
-            );
+            let ObjectType::Crd { schema, .. } = &res.object else { continue };
+            let ty = format!("{krate}::{}::{}::{}", groups[&res.group], informer_gen::naming::module_name(&res.version), res.kind);
             for full in [true, false] {
                 let id = cases.len();
                 let file = pkg.join("samples").join(format!("{id}.json"));
-                std::fs::write(
-                    &file,
-                    serde_json::to_vec(&root_sample(res, schema, full)).unwrap(),
-                )
-                .unwrap();
+                std::fs::write(&file, serde_json::to_vec(&root_sample(res, schema, full)).unwrap()).unwrap();
                 writeln!(arms, "            {id} => rt::<{ty}>(&json),").unwrap();
-                let what = format!(
-                    "{project} {}/{}/{} {}",
-                    res.group,
-                    res.version,
-                    res.kind,
-                    if full { "full" } else { "required-only" }
-                );
+                let what = format!("{project} {}/{}/{} {}", res.group, res.version, res.kind, if full { "full" } else { "required-only" });
                 cases.push((project.clone(), what, m.clone()));
                 ids.push(id.to_string());
             }
@@ -351,12 +260,7 @@ fn corpus_generates_compiles_and_round_trips() {
         }
     }
     let whole_run = started.elapsed();
-    say(&format!(
-        "generator over the whole corpus ({} units): {:.2?} file by file, {:.2?} as units\n",
-        all_units.len(),
-        per_file,
-        whole_run
-    ));
+    say(&format!("generator over the whole corpus ({} units): {:.2?} file by file, {:.2?} as units\n", all_units.len(), per_file, whole_run));
     let members_toml: Vec<String> = members.iter().map(|m| format!("{m:?}")).collect();
     std::fs::write(
         pkg.join("Cargo.toml"),
@@ -372,59 +276,23 @@ fn corpus_generates_compiles_and_round_trips() {
     let target = pkg.join("target");
     let started = Instant::now();
     let build = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--offline",
-            "--workspace",
-            "--message-format",
-            "short",
-            "--manifest-path",
-        ])
+        .args(["build", "--offline", "--workspace", "--message-format", "short", "--manifest-path"])
         .arg(pkg.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&build.stderr);
-    say(&format!(
-        "cargo build of the corpus packages: {:.2?}\n",
-        started.elapsed()
-    ));
-    assert!(
-        build.status.success(),
-        "the corpus packages do not compile:\n{stderr}"
-    );
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("warning") && l.contains("src/"))
-        .collect();
-    assert!(
-        warnings.is_empty(),
-        "warnings in generated code:\n{}",
-        warnings.join("\n")
-    );
-    for m in members
-        .iter()
-        .filter(|m| pkg.join(m).join("src/main.rs").exists())
-    {
-        let bin = target
-            .join("debug")
-            .join(format!("corpus-{}", m.replace('_', "-")));
-        let run = Command::new(&bin)
-            .arg(pkg.join("samples"))
-            .output()
-            .unwrap();
-        assert!(
-            run.status.success(),
-            "{}: {}",
-            bin.display(),
-            String::from_utf8_lossy(&run.stderr)
-        );
+    say(&format!("cargo build of the corpus packages: {:.2?}\n", started.elapsed()));
+    assert!(build.status.success(), "the corpus packages do not compile:\n{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning") && l.contains("src/")).collect();
+    assert!(warnings.is_empty(), "warnings in generated code:\n{}", warnings.join("\n"));
+    for m in members.iter().filter(|m| pkg.join(m).join("src/main.rs").exists()) {
+        let bin = target.join("debug").join(format!("corpus-{}", m.replace('_', "-")));
+        let run = Command::new(&bin).arg(pkg.join("samples")).output().unwrap();
+        assert!(run.status.success(), "{}: {}", bin.display(), String::from_utf8_lossy(&run.stderr));
         for line in String::from_utf8_lossy(&run.stdout).lines() {
             let mut parts = line.splitn(3, ' ');
-            let (status, id) = (
-                parts.next().unwrap(),
-                parts.next().unwrap().parse::<usize>().unwrap(),
-            );
+            let (status, id) = (parts.next().unwrap(), parts.next().unwrap().parse::<usize>().unwrap());
             let (project, what, _) = &cases[id];
             let t = tally.get_mut(project).unwrap();
             t.round_trips += 1;
@@ -438,23 +306,10 @@ fn corpus_generates_compiles_and_round_trips() {
 
     let mut table = String::from("\n| project | files generated | round trips |\n|---|---|---|\n");
     for (p, t) in &tally {
-        let rt = if t.round_trips == 0 {
-            "n/a (k8s-openapi types)".to_string()
-        } else {
-            format!("{}/{}", t.round_trips_ok, t.round_trips)
-        };
+        let rt = if t.round_trips == 0 { "n/a (k8s-openapi types)".to_string() } else { format!("{}/{}", t.round_trips_ok, t.round_trips) };
         writeln!(table, "| {p} | {}/{} | {rt} |", t.files_ok, t.files).unwrap();
     }
     say(&table);
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    assert!(
-        cases.len() > 300,
-        "too few round-trip cases ({}): the corpus was not read",
-        cases.len()
-    );
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(cases.len() > 300, "too few round-trip cases ({}): the corpus was not read", cases.len());
 }

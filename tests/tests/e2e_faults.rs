@@ -6,43 +6,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use informer_gen_sample::InformerFactoryExt;
-use informer_gen_tests::e2e::{
-    Cluster, ClusterOptions, EventLog, Seen, cached, create_config_maps, eventually,
-    server_config_maps,
-};
+use informer_gen_tests::e2e::{Cluster, ClusterOptions, EventLog, Seen, cached, create_config_maps, eventually, server_config_maps};
 use informer_runtime::reexports::k8s_openapi::api::core::v1::ConfigMap;
 use informer_runtime::reexports::kube_client::api::{DeleteParams, Patch, PatchParams};
 use informer_runtime::reexports::kube_client::{Api, Client};
 use informer_runtime::reexports::serde_json::json;
-use informer_runtime::{
-    Event, EventHandler, FactoryOptions, HandlerOptions, ReflectorConfig, Selector,
-    SharedInformerFactory,
-};
+use informer_runtime::{Event, EventHandler, FactoryOptions, HandlerOptions, ReflectorConfig, Selector, SharedInformerFactory};
 
-fn factory(
-    client: &Client,
-    ns: &str,
-    tweak: Option<fn(&mut ReflectorConfig)>,
-) -> SharedInformerFactory {
+fn factory(client: &Client, ns: &str, tweak: Option<fn(&mut ReflectorConfig)>) -> SharedInformerFactory {
     let tweak = tweak.map(|t| Arc::new(t) as informer_runtime::TweakFn);
-    informer_gen_sample::new_factory(
-        client.clone(),
-        FactoryOptions {
-            namespace: Some(ns.to_string()),
-            tweak,
-            ..Default::default()
-        },
-    )
+    informer_gen_sample::new_factory(client.clone(), FactoryOptions { namespace: Some(ns.to_string()), tweak, ..Default::default() })
 }
 
 async fn set_value(api: &Api<ConfigMap>, name: &str, value: &str) -> String {
     let patch = json!({"data": {"v": value}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap()
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap().metadata.resource_version.unwrap()
 }
 
 /// The last event per key: what a handler believes the server holds.
@@ -64,25 +42,14 @@ fn assert_monotonic(seen: &[Seen]) {
     for s in seen {
         let rv: u64 = s.rv.parse().unwrap();
         if let Some(prev) = last.insert(&s.key, rv) {
-            assert!(
-                rv >= prev,
-                "{}: resourceVersion went back from {prev} to {rv}",
-                s.key
-            );
+            assert!(rv >= prev, "{}: resourceVersion went back from {prev} to {rv}", s.key);
         }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relist_after_410_delivers_tombstones_for_objects_deleted_while_disconnected() {
-    let Some(mut cluster) = Cluster::start(ClusterOptions {
-        no_watch_cache: true,
-        ..Default::default()
-    })
-    .await
-    else {
-        return;
-    };
+    let Some(mut cluster) = Cluster::start(ClusterOptions { no_watch_cache: true, ..Default::default() }).await else { return };
     let client = cluster.client().await.unwrap();
     let ns = cluster.namespace(&client, "gone").await.name.clone();
     create_config_maps(&client, &ns, "cm", 20).await;
@@ -92,9 +59,7 @@ async fn relist_after_410_delivers_tombstones_for_objects_deleted_while_disconne
     let informer = cms.informer().unwrap();
     let errors = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let errs = errors.clone();
-    informer
-        .set_watch_error_handler(move |e| errs.lock().push((e.is_expired(), e.to_string())))
-        .unwrap();
+    informer.set_watch_error_handler(move |e| errs.lock().push((e.is_expired(), e.to_string()))).unwrap();
     let log = EventLog::<ConfigMap>::default();
     informer.add_event_handler(log.clone()).unwrap();
     factory.start().unwrap();
@@ -108,16 +73,11 @@ async fn relist_after_410_delivers_tombstones_for_objects_deleted_while_disconne
     let peer_client = peer.client().await;
     let api: Api<ConfigMap> = Api::namespaced(peer_client.clone(), &ns);
     for i in 0..5 {
-        api.delete(&format!("cm-{i}"), &DeleteParams::default())
-            .await
-            .unwrap();
+        api.delete(&format!("cm-{i}"), &DeleteParams::default()).await.unwrap();
     }
     let mut changed = BTreeMap::new();
     for i in 5..8 {
-        changed.insert(
-            format!("{ns}/cm-{i}"),
-            set_value(&api, &format!("cm-{i}"), "changed").await,
-        );
+        changed.insert(format!("{ns}/cm-{i}"), set_value(&api, &format!("cm-{i}"), "changed").await);
     }
     create_config_maps(&peer_client, &ns, "new", 3).await;
     let compacted = cluster.compact_etcd().await;
@@ -126,63 +86,29 @@ async fn relist_after_410_delivers_tombstones_for_objects_deleted_while_disconne
 
     let server = server_config_maps(&peer_client, &ns).await;
     let lister = cms.lister().unwrap();
-    eventually(
-        Duration::from_secs(60),
-        "cache converges after the relist",
-        || cached(&lister.list(&Selector::default())) == server,
-    )
-    .await;
-    eventually(Duration::from_secs(10), "handler converges", || {
-        handler_view(&log.seen()) == server
-    })
-    .await;
-    assert!(
-        errors.lock().iter().any(|(expired, _)| *expired),
-        "the watch failed with 410 Gone: {:?}",
-        errors.lock()
-    );
+    eventually(Duration::from_secs(60), "cache converges after the relist", || cached(&lister.list(&Selector::default())) == server).await;
+    eventually(Duration::from_secs(10), "handler converges", || handler_view(&log.seen()) == server).await;
+    assert!(errors.lock().iter().any(|(expired, _)| *expired), "the watch failed with 410 Gone: {:?}", errors.lock());
 
     let after_sync: Vec<Seen> = log.seen().into_iter().filter(|s| !s.initial).collect();
-    let mut tombstones: Vec<String> = after_sync
-        .iter()
-        .filter(|s| s.kind == "DELETED")
-        .map(|s| {
-            assert!(
-                s.tombstone,
-                "{} was deleted while disconnected: a DeletedFinalStateUnknown",
-                s.key
-            );
-            s.key.clone()
-        })
-        .collect();
+    let mut tombstones: Vec<String> = after_sync.iter().filter(|s| s.kind == "DELETED").map(|s| {
+        assert!(s.tombstone, "{} was deleted while disconnected: a DeletedFinalStateUnknown", s.key);
+        s.key.clone()
+    }).collect();
     tombstones.sort();
-    assert_eq!(
-        tombstones,
-        (0..5).map(|i| format!("{ns}/cm-{i}")).collect::<Vec<_>>()
-    );
+    assert_eq!(tombstones, (0..5).map(|i| format!("{ns}/cm-{i}")).collect::<Vec<_>>());
     for (key, rv) in &changed {
-        assert!(
-            after_sync
-                .iter()
-                .any(|s| s.kind == "UPDATED" && &s.key == key && &s.rv == rv),
-            "update of {key} to {rv}"
-        );
+        assert!(after_sync.iter().any(|s| s.kind == "UPDATED" && &s.key == key && &s.rv == rv), "update of {key} to {rv}");
     }
     let added: Vec<&Seen> = after_sync.iter().filter(|s| s.kind == "ADDED").collect();
-    assert_eq!(
-        added.len(),
-        3,
-        "the three objects created while disconnected: {added:?}"
-    );
+    assert_eq!(added.len(), 3, "the three objects created while disconnected: {added:?}");
     assert_monotonic(&log.seen());
     factory.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apiserver_killed_and_restarted_during_churn_loses_no_change() {
-    let Some(mut cluster) = Cluster::start(ClusterOptions::default()).await else {
-        return;
-    };
+    let Some(mut cluster) = Cluster::start(ClusterOptions::default()).await else { return };
     let client = cluster.client().await.unwrap();
     let ns = cluster.namespace(&client, "restart").await.name.clone();
     create_config_maps(&client, &ns, "cm", 40).await;
@@ -190,10 +116,7 @@ async fn apiserver_killed_and_restarted_during_churn_loses_no_change() {
     let cms = factory.core().v1().configmaps();
     let logs: Vec<EventLog<ConfigMap>> = (0..3).map(|_| EventLog::default()).collect();
     for log in &logs {
-        cms.informer()
-            .unwrap()
-            .add_event_handler(log.clone())
-            .unwrap();
+        cms.informer().unwrap().add_event_handler(log.clone()).unwrap();
     }
     factory.start().unwrap();
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
@@ -215,9 +138,7 @@ async fn apiserver_killed_and_restarted_during_churn_loses_no_change() {
                 }
                 if round % 3 == 0 {
                     deleted.insert(round);
-                    api.delete(&format!("cm-{}", round), &DeleteParams::default())
-                        .await
-                        .unwrap();
+                    api.delete(&format!("cm-{}", round), &DeleteParams::default()).await.unwrap();
                     create_config_maps(&client, &ns, &format!("r{round}"), 2).await;
                 }
                 tokio::time::sleep(Duration::from_millis(150)).await;
@@ -232,15 +153,9 @@ async fn apiserver_killed_and_restarted_during_churn_loses_no_change() {
 
     let server = server_config_maps(&peer_client, &ns).await;
     let lister = cms.lister().unwrap();
-    eventually(Duration::from_secs(60), "cache converges", || {
-        cached(&lister.list(&Selector::default())) == server
-    })
-    .await;
+    eventually(Duration::from_secs(60), "cache converges", || cached(&lister.list(&Selector::default())) == server).await;
     for log in &logs {
-        eventually(Duration::from_secs(10), "every handler converges", || {
-            handler_view(&log.seen()) == server
-        })
-        .await;
+        eventually(Duration::from_secs(10), "every handler converges", || handler_view(&log.seen()) == server).await;
         assert_monotonic(&log.seen());
     }
     factory.shutdown().await;
@@ -248,39 +163,24 @@ async fn apiserver_killed_and_restarted_during_churn_loses_no_change() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_watch_is_renewed_without_relisting() {
-    let Some(cluster) = Cluster::start(ClusterOptions::default()).await else {
-        return;
-    };
+    let Some(cluster) = Cluster::start(ClusterOptions::default()).await else { return };
     let client = cluster.client().await.unwrap();
     let ns = cluster.namespace(&client, "silent").await.name.clone();
     create_config_maps(&client, &ns, "cm", 3).await;
     // The server ends each watch after 1–2 s: several silent watches come and go.
-    let factory = factory(
-        &client,
-        &ns,
-        Some(|c: &mut ReflectorConfig| c.min_watch_timeout = Duration::from_secs(1)),
-    );
+    let factory = factory(&client, &ns, Some(|c: &mut ReflectorConfig| c.min_watch_timeout = Duration::from_secs(1)));
     let cms = factory.core().v1().configmaps();
     let log = EventLog::<ConfigMap>::default();
-    cms.informer()
-        .unwrap()
-        .add_event_handler(log.clone())
-        .unwrap();
+    cms.informer().unwrap().add_event_handler(log.clone()).unwrap();
     factory.start().unwrap();
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
     tokio::time::sleep(Duration::from_secs(6)).await;
     let seen = log.seen();
     assert_eq!(seen.len(), 3);
-    assert!(
-        seen.iter().all(|s| s.kind == "ADDED" && s.initial),
-        "no relist after silent watches: {seen:?}"
-    );
+    assert!(seen.iter().all(|s| s.kind == "ADDED" && s.initial), "no relist after silent watches: {seen:?}");
 
     let rv = set_value(&Api::namespaced(client.clone(), &ns), "cm-1", "late").await;
-    eventually(Duration::from_secs(10), "change after the silence", || {
-        log.seen().iter().any(|s| s.kind == "UPDATED" && s.rv == rv)
-    })
-    .await;
+    eventually(Duration::from_secs(10), "change after the silence", || log.seen().iter().any(|s| s.kind == "UPDATED" && s.rv == rv)).await;
     assert_eq!(log.len(), 4);
     factory.shutdown().await;
 }
@@ -300,9 +200,7 @@ impl EventHandler<ConfigMap> for Slow {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_handler_does_not_delay_a_fast_one_under_churn() {
-    let Some(cluster) = Cluster::shared().await else {
-        return;
-    };
+    let Some(cluster) = Cluster::shared().await else { return };
     let client = cluster.client().await.unwrap();
     let ns = cluster.namespace(&client, "slow").await.name.clone();
     create_config_maps(&client, &ns, "cm", 50).await;
@@ -312,15 +210,7 @@ async fn a_slow_handler_does_not_delay_a_fast_one_under_churn() {
     let fast = EventLog::<ConfigMap>::default();
     let slow = EventLog::<ConfigMap>::default();
     informer.add_event_handler(fast.clone()).unwrap();
-    let slow_reg = informer
-        .add_event_handler_with(
-            Slow {
-                log: slow.clone(),
-                delay: Duration::from_millis(60),
-            },
-            HandlerOptions::default(),
-        )
-        .unwrap();
+    let slow_reg = informer.add_event_handler_with(Slow { log: slow.clone(), delay: Duration::from_millis(60) }, HandlerOptions::default()).unwrap();
     factory.start().unwrap();
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
 
@@ -330,9 +220,7 @@ async fn a_slow_handler_does_not_delay_a_fast_one_under_churn() {
         let mut writes = tokio::task::JoinSet::new();
         for i in 0..50 {
             let api = api.clone();
-            writes.spawn(
-                async move { set_value(&api, &format!("cm-{i}"), &round.to_string()).await },
-            );
+            writes.spawn(async move { set_value(&api, &format!("cm-{i}"), &round.to_string()).await });
         }
         while let Some(rv) = writes.join_next().await {
             let rv = rv.unwrap();
@@ -343,30 +231,12 @@ async fn a_slow_handler_does_not_delay_a_fast_one_under_churn() {
     }
     // 350 events: the slow handler needs ≥21 s; the fast one has them all long before.
     let total = 50 + 300;
-    eventually(
-        Duration::from_secs(20),
-        "fast handler has every event",
-        || fast.len() == total,
-    )
-    .await;
+    eventually(Duration::from_secs(20), "fast handler has every event", || fast.len() == total).await;
     let slow_then = slow.len();
-    assert!(
-        slow_then + 50 <= total,
-        "fast finished while slow was ≥3 s behind ({slow_then} of {total})"
-    );
-    assert!(
-        slow_reg.queue_depth() > 0,
-        "slow handler's own queue holds the backlog"
-    );
-    eventually(Duration::from_secs(90), "slow handler catches up", || {
-        slow.len() == total
-    })
-    .await;
-    assert_eq!(
-        fast.seen(),
-        slow.seen(),
-        "both saw the same events in the same order"
-    );
+    assert!(slow_then + 50 <= total, "fast finished while slow was ≥3 s behind ({slow_then} of {total})");
+    assert!(slow_reg.queue_depth() > 0, "slow handler's own queue holds the backlog");
+    eventually(Duration::from_secs(90), "slow handler catches up", || slow.len() == total).await;
+    assert_eq!(fast.seen(), slow.seen(), "both saw the same events in the same order");
     assert!(fast.seen().iter().any(|s| s.rv == last));
     factory.shutdown().await;
 }

@@ -17,12 +17,7 @@ use informer_runtime::{FactoryOptions, Selector, parse_label_selector};
 /// The JSON with explicit `null`s dropped (absent and `null` mean the same to the API).
 fn without_nulls(v: &Value) -> Value {
     match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), without_nulls(v)))
-                .collect(),
-        ),
+        Value::Object(m) => Value::Object(m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(v))).collect()),
         Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
         other => other.clone(),
     }
@@ -30,9 +25,7 @@ fn without_nulls(v: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lean_pods_and_config_maps_match_the_server() {
-    let Some(cluster) = Cluster::shared().await else {
-        return;
-    };
+    let Some(cluster) = Cluster::shared().await else { return };
     let client = cluster.client().await.unwrap();
     let ns_guard = cluster.namespace(&client, "lean").await;
     let ns = ns_guard.name.as_str();
@@ -54,18 +47,11 @@ async fn lean_pods_and_config_maps_match_the_server() {
         cms.create(&pp, &cm).await.unwrap();
     }
 
-    let options = FactoryOptions {
-        namespace: Some(ns.to_string()),
-        ..Default::default()
-    };
+    let options = FactoryOptions { namespace: Some(ns.to_string()), ..Default::default() };
     let factory = informer_gen_tests::lean_builtin::new_factory(client.clone(), options);
     let pod_informer = factory.core().v1().pods();
     let log = EventLog::<lean::Pod>::default();
-    pod_informer
-        .informer()
-        .unwrap()
-        .add_event_handler(log.clone())
-        .unwrap();
+    pod_informer.informer().unwrap().add_event_handler(log.clone()).unwrap();
     let cm_informer = factory.core().v1().configmaps();
     cm_informer.informer().unwrap();
     factory.start().unwrap();
@@ -76,66 +62,30 @@ async fn lean_pods_and_config_maps_match_the_server() {
         let name = format!("p-{i}");
         let cached = pod_lister.pods(ns).get(&name).unwrap();
         let server = pods.get(&name).await.unwrap();
-        assert!(
-            cached.metadata.managed_fields.is_some(),
-            "the server wrote managedFields"
-        );
-        assert_eq!(
-            serde_json::to_value(&*cached).unwrap(),
-            without_nulls(&serde_json::to_value(&server).unwrap()),
-            "{name}: lean JSON = server JSON"
-        );
-        assert_eq!(
-            cached.to_k8s().unwrap(),
-            server,
-            "{name}: lean → k8s-openapi = the server's object"
-        );
+        assert!(cached.metadata.managed_fields.is_some(), "the server wrote managedFields");
+        assert_eq!(serde_json::to_value(&*cached).unwrap(), without_nulls(&serde_json::to_value(&server).unwrap()), "{name}: lean JSON = server JSON");
+        assert_eq!(cached.to_k8s().unwrap(), server, "{name}: lean → k8s-openapi = the server's object");
     }
     let cm_lister = cm_informer.lister().unwrap();
     for i in 0..6 {
         let name = format!("c-{i}");
         let cached = cm_lister.configmaps(ns).get(&name).unwrap();
         assert_eq!(cached.to_k8s().unwrap(), cms.get(&name).await.unwrap());
-        assert_eq!(
-            cached.data.as_ref().unwrap().get("k").map(|v| v.as_str()),
-            Some(format!("v{i}").as_str())
-        );
+        assert_eq!(cached.data.as_ref().unwrap().get("k").map(|v| v.as_str()), Some(format!("v{i}").as_str()));
     }
     let web = parse_label_selector("app=web").unwrap();
     assert_eq!(pod_lister.pods(ns).list(&web).len(), 3);
 
     // A change on the server reaches the lean cache, handlers and selectors.
-    let patched = pods
-        .patch(
-            "p-1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})),
-        )
-        .await
-        .unwrap();
+    let patched = pods.patch("p-1", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}}))).await.unwrap();
     let rv = patched.metadata.resource_version.clone().unwrap();
-    eventually(
-        Duration::from_secs(10),
-        "the relabelled Pod in the lean cache",
-        || {
-            pod_lister
-                .pods(ns)
-                .get("p-1")
-                .is_ok_and(|p| p.metadata.resource_version.as_deref() == Some(rv.as_str()))
-        },
-    )
+    eventually(Duration::from_secs(10), "the relabelled Pod in the lean cache", || {
+        pod_lister.pods(ns).get("p-1").is_ok_and(|p| p.metadata.resource_version.as_deref() == Some(rv.as_str()))
+    })
     .await;
     assert_eq!(pod_lister.pods(ns).list(&web).len(), 4);
     assert_eq!(pod_lister.list(&Selector::default()).len(), 6);
-    assert_eq!(
-        serde_json::to_value(&*pod_lister.pods(ns).get("p-1").unwrap()).unwrap(),
-        without_nulls(&serde_json::to_value(&patched).unwrap())
-    );
-    assert!(
-        log.seen()
-            .iter()
-            .any(|s| s.key.ends_with("/p-1") && s.rv == rv),
-        "the handler saw the update"
-    );
+    assert_eq!(serde_json::to_value(&*pod_lister.pods(ns).get("p-1").unwrap()).unwrap(), without_nulls(&serde_json::to_value(&patched).unwrap()));
+    assert!(log.seen().iter().any(|s| s.key.ends_with("/p-1") && s.rv == rv), "the handler saw the update");
     factory.shutdown().await;
 }

@@ -19,15 +19,10 @@ use informer_runtime::reexports::kube_client::config::{KubeConfigOptions, Kubeco
 use informer_runtime::reexports::kube_client::discovery::Discovery;
 use informer_runtime::reexports::kube_client::{Client, Config};
 use informer_runtime::reexports::kube_core::Resource;
-use informer_runtime::{
-    Event, EventHandler, FactoryOptions, ObjectKey, SharedIndexInformer, SharedInformerFactory,
-};
+use informer_runtime::{Event, EventHandler, FactoryOptions, ObjectKey, SharedIndexInformer, SharedInformerFactory};
 
 #[derive(Parser)]
-#[command(
-    about = "Print the events of Kubernetes resources as JSON lines",
-    after_help = "Examples:\n  watch pods\n  watch --namespace kube-system pods deployments.apps\n  watch --dump /tmp/cache.json certificates.cert-manager.io"
-)]
+#[command(about = "Print the events of Kubernetes resources as JSON lines", after_help = "Examples:\n  watch pods\n  watch --namespace kube-system pods deployments.apps\n  watch --dump /tmp/cache.json certificates.cert-manager.io")]
 struct Args {
     /// kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)
     #[arg(long)]
@@ -53,9 +48,7 @@ struct Printer {
 
 /// The cache key (`namespace/name` or `name`) and resourceVersion of `obj`.
 fn key_rv(obj: &DynamicObject) -> (String, String) {
-    let key = ObjectKey::of(obj)
-        .map(|k| k.as_str().to_string())
-        .unwrap_or_default();
+    let key = ObjectKey::of(obj).map(|k| k.as_str().to_string()).unwrap_or_default();
     (key, obj.meta().resource_version.clone().unwrap_or_default())
 }
 
@@ -69,33 +62,19 @@ fn print(line: &EventLine) {
 impl EventHandler<DynamicObject> for Printer {
     fn on_event(&mut self, event: &Event<DynamicObject>) {
         let (kind, initial, tombstone) = match event {
-            Event::Add {
-                is_in_initial_list, ..
-            } => ("ADDED", *is_in_initial_list, false),
+            Event::Add { is_in_initial_list, .. } => ("ADDED", *is_in_initial_list, false),
             Event::Update { .. } => ("UPDATED", false, false),
             Event::Delete(d) => ("DELETED", false, d.is_tombstone()),
         };
         let (key, resource_version) = key_rv(event.object());
-        print(&EventLine {
-            kind: kind.into(),
-            resource: self.resource.clone(),
-            key,
-            resource_version,
-            initial,
-            tombstone,
-        });
+        print(&EventLine { kind: kind.into(), resource: self.resource.clone(), key, resource_version, initial, tombstone });
     }
 }
 
 async fn client(args: &Args) -> Result<Client, Box<dyn std::error::Error>> {
-    let options = KubeConfigOptions {
-        context: args.context.clone(),
-        ..Default::default()
-    };
+    let options = KubeConfigOptions { context: args.context.clone(), ..Default::default() };
     let config = match &args.kubeconfig {
-        Some(path) => {
-            Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?
-        }
+        Some(path) => Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?,
         None if args.context.is_some() => Config::from_kubeconfig(&options).await?,
         None => Config::infer().await?,
     };
@@ -106,13 +85,7 @@ async fn client(args: &Args) -> Result<Client, Box<dyn std::error::Error>> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let client = client(&args).await?;
-    let factory = SharedInformerFactory::with_options(
-        client.clone(),
-        FactoryOptions {
-            namespace: args.namespace.clone(),
-            ..Default::default()
-        },
-    );
+    let factory = SharedInformerFactory::with_options(client.clone(), FactoryOptions { namespace: args.namespace.clone(), ..Default::default() });
 
     let discovery = Discovery::new(client).run().await?;
     let mut informers: Vec<(String, SharedIndexInformer<DynamicObject>)> = Vec::new();
@@ -121,17 +94,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (plural, group) = arg.split_once('.').unwrap_or((arg.as_str(), ""));
         let found = discovery
             .get(group)
-            .and_then(|g| {
-                g.recommended_resources()
-                    .into_iter()
-                    .find(|(ar, _)| ar.plural == plural)
-            })
+            .and_then(|g| g.recommended_resources().into_iter().find(|(ar, _)| ar.plural == plural))
             .ok_or_else(|| format!("resource {arg:?} is not served by this cluster"))?;
         let (ar, caps) = found;
         let informer = factory.dynamic_informer(&ar, caps.scope)?;
-        registrations.push(informer.add_event_handler(Printer {
-            resource: arg.clone(),
-        })?);
+        registrations.push(informer.add_event_handler(Printer { resource: arg.clone() })?);
         informers.push((arg.clone(), informer));
     }
     factory.start()?;
@@ -142,14 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for registration in &registrations {
         registration.wait_for_sync().await;
     }
-    print(&EventLine {
-        kind: "SYNCED".into(),
-        resource: String::new(),
-        key: String::new(),
-        resource_version: String::new(),
-        initial: false,
-        tombstone: false,
-    });
+    print(&EventLine { kind: "SYNCED".into(), resource: String::new(), key: String::new(), resource_version: String::new(), initial: false, tombstone: false });
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
@@ -162,14 +122,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         for (name, informer) in &informers {
             for obj in informer.lister().list_all() {
                 let (key, rv) = key_rv(&obj);
-                cache.insert(
-                    if several {
-                        format!("{name}:{key}")
-                    } else {
-                        key
-                    },
-                    rv,
-                );
+                cache.insert(if several { format!("{name}:{key}") } else { key }, rv);
             }
         }
         std::fs::write(path, serde_json::to_vec(&cache)?)?;

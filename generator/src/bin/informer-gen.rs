@@ -26,10 +26,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Generate informers, listers, factory accessors and CRD types.
-    #[command(
-        after_help = "Inputs are OpenAPI v2 (swagger.json) or v3 documents, or CRD YAML/JSON files;
-directories are searched recursively for .json, .yaml and .yml files."
-    )]
+    #[command(after_help = "Inputs are OpenAPI v2 (swagger.json) or v3 documents, or CRD YAML/JSON files;
+directories are searched recursively for .json, .yaml and .yml files.")]
     Generate {
         /// Input files or directories.
         #[arg(required = true)]
@@ -84,15 +82,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
-        Command::Generate {
-            inputs,
-            out,
-            package,
-            runtime_path,
-            check,
-            extern_paths,
-            lean,
-        } => {
+        Command::Generate { inputs, out, package, runtime_path, check, extern_paths, lean } => {
             let start = Instant::now();
             let mut cfg = Config::new();
             cfg.inputs(&inputs).out_dir(&out).rerun_if_changed(false);
@@ -104,9 +94,7 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 cfg.runtime_path(p);
             }
             for e in &extern_paths {
-                let (k, p) = e
-                    .split_once('=')
-                    .ok_or_else(|| format!("--extern-path {e:?}: expected KEY=PATH"))?;
+                let (k, p) = e.split_once('=').ok_or_else(|| format!("--extern-path {e:?}: expected KEY=PATH"))?;
                 cfg.extern_path(k, p);
             }
             for d in lean {
@@ -127,10 +115,7 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 for p in &differ {
                     println!("{}", p.display());
                 }
-                eprintln!(
-                    "informer-gen: {} files differ from what generation would write",
-                    differ.len()
-                );
+                eprintln!("informer-gen: {} files differ from what generation would write", differ.len());
                 return Ok(ExitCode::from(1));
             }
             let (r, report) = cfg.generate()?;
@@ -161,24 +146,10 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 out(&format!("{}\n", serde_json::to_string_pretty(&arr)?));
             } else {
                 for r in &resources {
-                    let gv = if r.group.is_empty() {
-                        r.version.clone()
-                    } else {
-                        format!("{}/{}", r.group, r.version)
-                    };
-                    let scope = if r.namespaced {
-                        "namespaced"
-                    } else {
-                        "cluster"
-                    };
+                    let gv = if r.group.is_empty() { r.version.clone() } else { format!("{}/{}", r.group, r.version) };
+                    let scope = if r.namespaced { "namespaced" } else { "cluster" };
                     let verbs: Vec<&str> = r.verbs.iter().map(String::as_str).collect();
-                    out(&format!(
-                        "{gv}\t{}\t{}\t{scope}\t{}\t{}\n",
-                        r.kind,
-                        r.plural,
-                        verbs.join(","),
-                        r.source.display()
-                    ));
+                    out(&format!("{gv}\t{}\t{}\t{scope}\t{}\t{}\n", r.kind, r.plural, verbs.join(","), r.source.display()));
                 }
             }
             Ok(ExitCode::SUCCESS)

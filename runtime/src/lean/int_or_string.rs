@@ -34,14 +34,10 @@ impl<'de> Deserialize<'de> for IntOrString {
                 f.write_str("an int32 or a string")
             }
             fn visit_i64<E: Error>(self, v: i64) -> Result<IntOrString, E> {
-                i32::try_from(v)
-                    .map(IntOrString::Int)
-                    .map_err(|_| E::custom(format!("{v} is out of int32 range")))
+                i32::try_from(v).map(IntOrString::Int).map_err(|_| E::custom(format!("{v} is out of int32 range")))
             }
             fn visit_u64<E: Error>(self, v: u64) -> Result<IntOrString, E> {
-                i32::try_from(v)
-                    .map(IntOrString::Int)
-                    .map_err(|_| E::custom(format!("{v} is out of int32 range")))
+                i32::try_from(v).map(IntOrString::Int).map_err(|_| E::custom(format!("{v} is out of int32 range")))
             }
             fn visit_str<E: Error>(self, v: &str) -> Result<IntOrString, E> {
                 Ok(IntOrString::String(Str::new(v)))

@@ -61,14 +61,7 @@ pub struct TableStats {
 impl<H: Held> Table<H> {
     /// An empty table (usable in a `static`).
     pub const fn new() -> Self {
-        Table {
-            inner: Mutex::new(Inner {
-                set: HashSet::with_hasher(Hasher_::with_seed(0x5eed_1ea4)),
-                sweep_at: FIRST_SWEEP,
-                hits: 0,
-                misses: 0,
-            }),
-        }
+        Table { inner: Mutex::new(Inner { set: HashSet::with_hasher(Hasher_::with_seed(0x5eed_1ea4)), sweep_at: FIRST_SWEEP, hits: 0, misses: 0 }) }
     }
 
     /// The held handle equal to `key`, or the one `make` builds, now held.
@@ -98,11 +91,7 @@ impl<H: Held> Table<H> {
     /// The table's counters.
     pub fn stats(&self) -> TableStats {
         let inner = self.inner.lock();
-        TableStats {
-            entries: inner.set.len(),
-            hits: inner.hits,
-            misses: inner.misses,
-        }
+        TableStats { entries: inner.set.len(), hits: inner.hits, misses: inner.misses }
     }
 }
 
@@ -223,20 +212,9 @@ mod tests {
         let b = table.intern_owned((1, 2));
         assert!(Arc::ptr_eq(&a, &b));
         let c = table.intern_owned((3, 4));
-        assert_eq!(
-            table.stats(),
-            TableStats {
-                entries: 2,
-                hits: 1,
-                misses: 2
-            }
-        );
+        assert_eq!(table.stats(), TableStats { entries: 2, hits: 1, misses: 2 });
         drop(c);
-        assert_eq!(
-            table.sweep(),
-            1,
-            "(3, 4) had no reference left but the table's"
-        );
+        assert_eq!(table.sweep(), 1, "(3, 4) had no reference left but the table's");
         drop((a, b));
         assert_eq!(table.sweep(), 0);
     }
@@ -249,14 +227,7 @@ mod tests {
             drop(table.intern_owned(i));
         }
         let entries = table.stats().entries;
-        assert!(
-            entries < FIRST_SWEEP,
-            "{entries} entries held after interning and dropping {} values",
-            FIRST_SWEEP * 3
-        );
-        assert!(
-            Arc::ptr_eq(&kept, &table.intern_owned(u64::MAX)),
-            "a referenced value survives sweeps"
-        );
+        assert!(entries < FIRST_SWEEP, "{entries} entries held after interning and dropping {} values", FIRST_SWEEP * 3);
+        assert!(Arc::ptr_eq(&kept, &table.intern_owned(u64::MAX)), "a referenced value survives sweeps");
     }
 }

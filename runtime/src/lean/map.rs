@@ -20,10 +20,7 @@ pub struct Map<V>(Box<[(Str, V)]>);
 impl<V> Map<V> {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&V> {
-        self.0
-            .iter()
-            .find(|(k, _)| k.as_str() == key)
-            .map(|(_, v)| v)
+        self.0.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
     }
 
     /// The entries, in order.

@@ -129,10 +129,7 @@ impl Serialize for LeanMeta {
             (None, None) => {}
         }
         opt!("creationTimestamp", m.creation_timestamp);
-        opt!(
-            "deletionGracePeriodSeconds",
-            m.deletion_grace_period_seconds
-        );
+        opt!("deletionGracePeriodSeconds", m.deletion_grace_period_seconds);
         opt!("deletionTimestamp", m.deletion_timestamp);
         opt!("finalizers", m.finalizers);
         opt!("generateName", m.generate_name);
@@ -172,25 +169,19 @@ impl<'de> Deserialize<'de> for LeanMeta {
                     match &*key {
                         "annotations" => out.annotations = access.next_value()?,
                         "creationTimestamp" => m.creation_timestamp = access.next_value()?,
-                        "deletionGracePeriodSeconds" => {
-                            m.deletion_grace_period_seconds = access.next_value()?
-                        }
+                        "deletionGracePeriodSeconds" => m.deletion_grace_period_seconds = access.next_value()?,
                         "deletionTimestamp" => m.deletion_timestamp = access.next_value()?,
                         "finalizers" => m.finalizers = access.next_value()?,
                         "generateName" => m.generate_name = access.next_value()?,
                         "generation" => m.generation = access.next_value()?,
                         "labels" => m.labels = access.next_value()?,
                         "managedFields" => {
-                            out.managed_fields = access
-                                .next_value::<Option<Vec<ManagedFieldsEntry>>>()?
-                                .map(Vec::into_boxed_slice);
+                            out.managed_fields = access.next_value::<Option<Vec<ManagedFieldsEntry>>>()?.map(Vec::into_boxed_slice);
                         }
                         "name" => m.name = access.next_value()?,
                         "namespace" => m.namespace = access.next_value()?,
                         "ownerReferences" => {
-                            out.owner_references = access
-                                .next_value::<Option<Vec<Shared<OwnerReference>>>>()?
-                                .map(Vec::into_boxed_slice);
+                            out.owner_references = access.next_value::<Option<Vec<Shared<OwnerReference>>>>()?.map(Vec::into_boxed_slice);
                         }
                         "resourceVersion" => m.resource_version = access.next_value()?,
                         "selfLink" => m.self_link = access.next_value()?,
@@ -216,21 +207,9 @@ mod tests {
     #[test]
     fn round_trips_and_matches_k8s_openapi() {
         let lean: LeanMeta = serde_json::from_str(META).unwrap();
-        assert!(
-            lean.object_meta.managed_fields.is_none() && lean.object_meta.annotations.is_none()
-        );
-        assert_eq!(
-            lean.annotations
-                .as_ref()
-                .unwrap()
-                .get("a")
-                .map(|v| v.as_str()),
-            Some("1")
-        );
-        assert_eq!(
-            lean.owner_references.as_ref().unwrap()[0].kind.as_deref(),
-            Some("ReplicaSet")
-        );
+        assert!(lean.object_meta.managed_fields.is_none() && lean.object_meta.annotations.is_none());
+        assert_eq!(lean.annotations.as_ref().unwrap().get("a").map(|v| v.as_str()), Some("1"));
+        assert_eq!(lean.owner_references.as_ref().unwrap()[0].kind.as_deref(), Some("ReplicaSet"));
         let entries = lean.managed_fields.as_deref().unwrap();
         assert_eq!(entries[0].manager.as_deref(), Some("kubectl"));
         assert_eq!(lean.name.as_deref(), Some("web-1"));
@@ -245,10 +224,6 @@ mod tests {
     fn strip_drops_the_entries() {
         let mut lean: LeanMeta = serde_json::from_str(META).unwrap();
         lean.strip_managed_fields();
-        assert!(
-            !serde_json::to_string(&lean)
-                .unwrap()
-                .contains("managedFields")
-        );
+        assert!(!serde_json::to_string(&lean).unwrap().contains("managedFields"));
     }
 }

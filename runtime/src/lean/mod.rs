@@ -30,8 +30,6 @@ pub use str::Str;
 
 /// Converts between two types with the same JSON form (a lean type and its k8s-openapi
 /// counterpart) through a `serde_json::Value`.
-pub fn convert<T: serde::Serialize, U: serde::de::DeserializeOwned>(
-    from: &T,
-) -> Result<U, serde_json::Error> {
+pub fn convert<T: serde::Serialize, U: serde::de::DeserializeOwned>(from: &T) -> Result<U, serde_json::Error> {
     serde_json::from_value(serde_json::to_value(from)?)
 }

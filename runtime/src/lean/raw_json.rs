@@ -44,8 +44,7 @@ impl fmt::Debug for RawJson {
 
 impl Serialize for RawJson {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let raw: &serde_json::value::RawValue =
-            serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
         raw.serialize(s)
     }
 }
@@ -150,10 +149,7 @@ mod tests {
     fn keeps_the_value_and_member_order() {
         let text = r#" { "f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "z": [1, -2, 1.5, "a\"b", null, true, []], "a": {} } "#;
         let raw = RawJson::from_json(text).unwrap();
-        assert_eq!(
-            raw.as_str(),
-            r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"z":[1,-2,1.5,"a\"b",null,true,[]],"a":{}}"#
-        );
+        assert_eq!(raw.as_str(), r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"z":[1,-2,1.5,"a\"b",null,true,[]],"a":{}}"#);
         assert_eq!(serde_json::to_string(&raw).unwrap(), raw.as_str());
         let v: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(raw.to_value(), v);

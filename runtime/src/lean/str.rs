@@ -38,8 +38,7 @@ unsafe impl Send for Str {}
 unsafe impl Sync for Str {}
 
 fn layout(len: usize) -> Layout {
-    Layout::from_size_align(HEADER + len, std::mem::align_of::<Header>())
-        .expect("string length fits a Layout")
+    Layout::from_size_align(HEADER + len, std::mem::align_of::<Header>()).expect("string length fits a Layout")
 }
 
 impl Str {
@@ -56,13 +55,8 @@ impl Str {
         // bytes are written before the pointer is shared.
         unsafe {
             let p = alloc(layout);
-            let Some(header) = NonNull::new(p.cast::<Header>()) else {
-                handle_alloc_error(layout)
-            };
-            header.as_ptr().write(Header {
-                count: AtomicU32::new(1),
-                len,
-            });
+            let Some(header) = NonNull::new(p.cast::<Header>()) else { handle_alloc_error(layout) };
+            header.as_ptr().write(Header { count: AtomicU32::new(1), len });
             std::ptr::copy_nonoverlapping(s.as_ptr(), p.add(HEADER), s.len());
             Str(header)
         }
@@ -77,12 +71,7 @@ impl Str {
     pub fn as_str(&self) -> &str {
         let len = self.header().len as usize;
         // SAFETY: `len` UTF-8 bytes were copied from a `&str` right after the header.
-        unsafe {
-            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                self.0.as_ptr().cast::<u8>().add(HEADER),
-                len,
-            ))
-        }
+        unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.0.as_ptr().cast::<u8>().add(HEADER), len)) }
     }
 
     /// Counters of the string table.
@@ -249,9 +238,6 @@ mod tests {
         assert_eq!(c, "thin-str-test-value");
         let decoded: Str = serde_json::from_str(r#""thin-str-test-value""#).unwrap();
         assert!(std::ptr::eq(decoded.as_ptr(), c.as_ptr()));
-        assert_eq!(
-            serde_json::to_string(&decoded).unwrap(),
-            r#""thin-str-test-value""#
-        );
+        assert_eq!(serde_json::to_string(&decoded).unwrap(), r#""thin-str-test-value""#);
     }
 }

@@ -16,12 +16,7 @@ pub fn cm(ns: &str, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
         metadata: ObjectMeta {
             namespace: Some(ns.to_string()),
             name: Some(name.to_string()),
-            labels: (!labels.is_empty()).then(|| {
-                labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect()
-            }),
+            labels: (!labels.is_empty()).then(|| labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
             ..Default::default()
         },
         data: Some(BTreeMap::from([("k".to_string(), name.to_string())])),
@@ -34,25 +29,16 @@ pub fn rv(o: &ConfigMap) -> String {
 }
 
 pub fn key(o: &ConfigMap) -> String {
-    format!(
-        "{}/{}",
-        o.metadata.namespace.as_deref().unwrap_or(""),
-        o.metadata.name.as_deref().unwrap_or("")
-    )
+    format!("{}/{}", o.metadata.namespace.as_deref().unwrap_or(""), o.metadata.name.as_deref().unwrap_or(""))
 }
 
 /// One line per event: `ADD key rv initial`, `UPDATE key old->new`, `DELETE key rv [tombstone]`.
 pub fn describe(e: &Event<ConfigMap>) -> String {
     match e {
-        Event::Add {
-            obj,
-            is_in_initial_list,
-        } => format!("ADD {} {} {}", key(obj), rv(obj), is_in_initial_list),
+        Event::Add { obj, is_in_initial_list } => format!("ADD {} {} {}", key(obj), rv(obj), is_in_initial_list),
         Event::Update { old, new } => format!("UPDATE {} {}->{}", key(new), rv(old), rv(new)),
         Event::Delete(DeletedObject::Object(o)) => format!("DELETE {} {}", key(o), rv(o)),
-        Event::Delete(DeletedObject::Tombstone(t)) => {
-            format!("DELETE {} {} tombstone", t.key, rv(&t.obj))
-        }
+        Event::Delete(DeletedObject::Tombstone(t)) => format!("DELETE {} {} tombstone", t.key, rv(&t.obj)),
     }
 }
 
@@ -68,11 +54,7 @@ impl Recorder {
         self.events.lock().clone()
     }
     pub fn count(&self, prefix: &str) -> usize {
-        self.events
-            .lock()
-            .iter()
-            .filter(|l| l.starts_with(prefix))
-            .count()
+        self.events.lock().iter().filter(|l| l.starts_with(prefix)).count()
     }
 }
 

@@ -19,18 +19,24 @@ impl<'f> Informers<'f> {
     pub fn mutatingwebhookconfigurations(
         &self,
     ) -> self::mutatingwebhookconfigurations::MutatingWebhookConfigurationInformer<'f> {
-        self::mutatingwebhookconfigurations::MutatingWebhookConfigurationInformer::new(self.factory)
+        self::mutatingwebhookconfigurations::MutatingWebhookConfigurationInformer::new(
+            self.factory,
+        )
     }
     /// The shared informer of `ValidatingAdmissionPolicy` objects.
     pub fn validatingadmissionpolicies(
         &self,
     ) -> self::validatingadmissionpolicies::ValidatingAdmissionPolicyInformer<'f> {
-        self::validatingadmissionpolicies::ValidatingAdmissionPolicyInformer::new(self.factory)
+        self::validatingadmissionpolicies::ValidatingAdmissionPolicyInformer::new(
+            self.factory,
+        )
     }
     /// The shared informer of `ValidatingAdmissionPolicyBinding` objects.
     pub fn validatingadmissionpolicybindings(
         &self,
-    ) -> self::validatingadmissionpolicybindings::ValidatingAdmissionPolicyBindingInformer<'f> {
+    ) -> self::validatingadmissionpolicybindings::ValidatingAdmissionPolicyBindingInformer<
+        'f,
+    > {
         self::validatingadmissionpolicybindings::ValidatingAdmissionPolicyBindingInformer::new(
             self.factory,
         )
@@ -38,7 +44,9 @@ impl<'f> Informers<'f> {
     /// The shared informer of `ValidatingWebhookConfiguration` objects.
     pub fn validatingwebhookconfigurations(
         &self,
-    ) -> self::validatingwebhookconfigurations::ValidatingWebhookConfigurationInformer<'f> {
+    ) -> self::validatingwebhookconfigurations::ValidatingWebhookConfigurationInformer<
+        'f,
+    > {
         self::validatingwebhookconfigurations::ValidatingWebhookConfigurationInformer::new(
             self.factory,
         )

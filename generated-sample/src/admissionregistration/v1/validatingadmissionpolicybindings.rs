@@ -19,7 +19,9 @@ pub struct ValidatingAdmissionPolicyBindingInformer<'f> {
 impl<'f> ValidatingAdmissionPolicyBindingInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        ValidatingAdmissionPolicyBindingInformer { factory }
+        ValidatingAdmissionPolicyBindingInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `ValidatingAdmissionPolicyBinding` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -34,11 +36,13 @@ impl<'f> ValidatingAdmissionPolicyBindingInformer<'f> {
     /// A lister over the shared informer's cache.
     pub fn lister(
         &self,
-    ) -> ::std::result::Result<ValidatingAdmissionPolicyBindingLister, ::informer_runtime::Error>
-    {
-        ::std::result::Result::Ok(ValidatingAdmissionPolicyBindingLister::new(
-            self.informer()?.lister(),
-        ))
+    ) -> ::std::result::Result<
+        ValidatingAdmissionPolicyBindingLister,
+        ::informer_runtime::Error,
+    > {
+        ::std::result::Result::Ok(
+            ValidatingAdmissionPolicyBindingLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `ValidatingAdmissionPolicyBinding` objects.
     pub fn metadata_informer(
@@ -60,7 +64,9 @@ pub struct ValidatingAdmissionPolicyBindingLister {
 impl ValidatingAdmissionPolicyBindingLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        ValidatingAdmissionPolicyBindingLister { inner }
+        ValidatingAdmissionPolicyBindingLister {
+            inner,
+        }
     }
     /// The cached `ValidatingAdmissionPolicyBinding` objects whose labels match `selector`.
     pub fn list(
@@ -83,12 +89,15 @@ impl ValidatingAdmissionPolicyBindingLister {
 }
 /// Registers `ValidatingAdmissionPolicyBinding` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -17,12 +17,16 @@ impl<'f> Informers<'f> {
     pub fn mutatingadmissionpolicies(
         &self,
     ) -> self::mutatingadmissionpolicies::MutatingAdmissionPolicyInformer<'f> {
-        self::mutatingadmissionpolicies::MutatingAdmissionPolicyInformer::new(self.factory)
+        self::mutatingadmissionpolicies::MutatingAdmissionPolicyInformer::new(
+            self.factory,
+        )
     }
     /// The shared informer of `MutatingAdmissionPolicyBinding` objects.
     pub fn mutatingadmissionpolicybindings(
         &self,
-    ) -> self::mutatingadmissionpolicybindings::MutatingAdmissionPolicyBindingInformer<'f> {
+    ) -> self::mutatingadmissionpolicybindings::MutatingAdmissionPolicyBindingInformer<
+        'f,
+    > {
         self::mutatingadmissionpolicybindings::MutatingAdmissionPolicyBindingInformer::new(
             self.factory,
         )

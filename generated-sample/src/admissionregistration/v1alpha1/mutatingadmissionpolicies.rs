@@ -19,7 +19,9 @@ pub struct MutatingAdmissionPolicyInformer<'f> {
 impl<'f> MutatingAdmissionPolicyInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        MutatingAdmissionPolicyInformer { factory }
+        MutatingAdmissionPolicyInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `MutatingAdmissionPolicy` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -34,10 +36,13 @@ impl<'f> MutatingAdmissionPolicyInformer<'f> {
     /// A lister over the shared informer's cache.
     pub fn lister(
         &self,
-    ) -> ::std::result::Result<MutatingAdmissionPolicyLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(MutatingAdmissionPolicyLister::new(
-            self.informer()?.lister(),
-        ))
+    ) -> ::std::result::Result<
+        MutatingAdmissionPolicyLister,
+        ::informer_runtime::Error,
+    > {
+        ::std::result::Result::Ok(
+            MutatingAdmissionPolicyLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `MutatingAdmissionPolicy` objects.
     pub fn metadata_informer(
@@ -59,7 +64,9 @@ pub struct MutatingAdmissionPolicyLister {
 impl MutatingAdmissionPolicyLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        MutatingAdmissionPolicyLister { inner }
+        MutatingAdmissionPolicyLister {
+            inner,
+        }
     }
     /// The cached `MutatingAdmissionPolicy` objects whose labels match `selector`.
     pub fn list(
@@ -82,12 +89,15 @@ impl MutatingAdmissionPolicyLister {
 }
 /// Registers `MutatingAdmissionPolicy` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -5,7 +5,11 @@
 pub type Object = ::informer_runtime::reexports::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 /// The group, version and resource of `CustomResourceDefinition` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
-    ::informer_runtime::Gvr::new("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    ::informer_runtime::Gvr::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+    )
 }
 /// Access to a factory's shared informer of `CustomResourceDefinition` objects (apiextensions.k8s.io/v1 `customresourcedefinitions`, cluster-scoped).
 #[derive(Clone, Copy)]
@@ -15,7 +19,9 @@ pub struct CustomResourceDefinitionInformer<'f> {
 impl<'f> CustomResourceDefinitionInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        CustomResourceDefinitionInformer { factory }
+        CustomResourceDefinitionInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `CustomResourceDefinition` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -30,10 +36,13 @@ impl<'f> CustomResourceDefinitionInformer<'f> {
     /// A lister over the shared informer's cache.
     pub fn lister(
         &self,
-    ) -> ::std::result::Result<CustomResourceDefinitionLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(CustomResourceDefinitionLister::new(
-            self.informer()?.lister(),
-        ))
+    ) -> ::std::result::Result<
+        CustomResourceDefinitionLister,
+        ::informer_runtime::Error,
+    > {
+        ::std::result::Result::Ok(
+            CustomResourceDefinitionLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `CustomResourceDefinition` objects.
     pub fn metadata_informer(
@@ -55,7 +64,9 @@ pub struct CustomResourceDefinitionLister {
 impl CustomResourceDefinitionLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        CustomResourceDefinitionLister { inner }
+        CustomResourceDefinitionLister {
+            inner,
+        }
     }
     /// The cached `CustomResourceDefinition` objects whose labels match `selector`.
     pub fn list(
@@ -78,12 +89,15 @@ impl CustomResourceDefinitionLister {
 }
 /// Registers `CustomResourceDefinition` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -16,6 +16,8 @@ impl<'f> Informers<'f> {
     pub fn customresourcedefinitions(
         &self,
     ) -> self::customresourcedefinitions::CustomResourceDefinitionInformer<'f> {
-        self::customresourcedefinitions::CustomResourceDefinitionInformer::new(self.factory)
+        self::customresourcedefinitions::CustomResourceDefinitionInformer::new(
+            self.factory,
+        )
     }
 }

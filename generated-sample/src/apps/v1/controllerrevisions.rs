@@ -15,7 +15,9 @@ pub struct ControllerRevisionInformer<'f> {
 impl<'f> ControllerRevisionInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        ControllerRevisionInformer { factory }
+        ControllerRevisionInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `ControllerRevision` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -31,7 +33,9 @@ impl<'f> ControllerRevisionInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<ControllerRevisionLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(ControllerRevisionLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            ControllerRevisionLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `ControllerRevision` objects.
     pub fn metadata_informer(
@@ -63,7 +67,10 @@ impl ControllerRevisionLister {
         self.inner.list(selector)
     }
     /// A lister over the `ControllerRevision` objects of `namespace`.
-    pub fn controllerrevisions(&self, namespace: &str) -> ControllerRevisionNamespaceLister {
+    pub fn controllerrevisions(
+        &self,
+        namespace: &str,
+    ) -> ControllerRevisionNamespaceLister {
         ControllerRevisionNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -96,12 +103,15 @@ impl ControllerRevisionNamespaceLister {
 }
 /// Registers `ControllerRevision` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

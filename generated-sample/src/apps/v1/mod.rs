@@ -17,7 +17,9 @@ impl<'f> Informers<'f> {
         Informers { factory }
     }
     /// The shared informer of `ControllerRevision` objects.
-    pub fn controllerrevisions(&self) -> self::controllerrevisions::ControllerRevisionInformer<'f> {
+    pub fn controllerrevisions(
+        &self,
+    ) -> self::controllerrevisions::ControllerRevisionInformer<'f> {
         self::controllerrevisions::ControllerRevisionInformer::new(self.factory)
     }
     /// The shared informer of `DaemonSet` objects.

@@ -2,8 +2,7 @@
 
 //! The informer and listers of `HorizontalPodAutoscaler` (autoscaling/v1 `horizontalpodautoscalers`).
 /// The object type cached for `horizontalpodautoscalers` (autoscaling/v1).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
 /// The group, version and resource of `HorizontalPodAutoscaler` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
     ::informer_runtime::Gvr::new("autoscaling", "v1", "horizontalpodautoscalers")
@@ -16,7 +15,9 @@ pub struct HorizontalPodAutoscalerInformer<'f> {
 impl<'f> HorizontalPodAutoscalerInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        HorizontalPodAutoscalerInformer { factory }
+        HorizontalPodAutoscalerInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `HorizontalPodAutoscaler` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -31,10 +32,13 @@ impl<'f> HorizontalPodAutoscalerInformer<'f> {
     /// A lister over the shared informer's cache.
     pub fn lister(
         &self,
-    ) -> ::std::result::Result<HorizontalPodAutoscalerLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(HorizontalPodAutoscalerLister::new(
-            self.informer()?.lister(),
-        ))
+    ) -> ::std::result::Result<
+        HorizontalPodAutoscalerLister,
+        ::informer_runtime::Error,
+    > {
+        ::std::result::Result::Ok(
+            HorizontalPodAutoscalerLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `HorizontalPodAutoscaler` objects.
     pub fn metadata_informer(
@@ -56,7 +60,9 @@ pub struct HorizontalPodAutoscalerLister {
 impl HorizontalPodAutoscalerLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        HorizontalPodAutoscalerLister { inner }
+        HorizontalPodAutoscalerLister {
+            inner,
+        }
     }
     /// The cached `HorizontalPodAutoscaler` objects of every namespace whose labels match `selector`.
     pub fn list(
@@ -102,12 +108,15 @@ impl HorizontalPodAutoscalerNamespaceLister {
 }
 /// Registers `HorizontalPodAutoscaler` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -16,6 +16,8 @@ impl<'f> Informers<'f> {
     pub fn horizontalpodautoscalers(
         &self,
     ) -> self::horizontalpodautoscalers::HorizontalPodAutoscalerInformer<'f> {
-        self::horizontalpodautoscalers::HorizontalPodAutoscalerInformer::new(self.factory)
+        self::horizontalpodautoscalers::HorizontalPodAutoscalerInformer::new(
+            self.factory,
+        )
     }
 }

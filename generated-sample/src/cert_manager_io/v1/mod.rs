@@ -36,7 +36,7 @@ impl<'f> Informers<'f> {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateSpecAdditionalOutputFormatsType {
     /// `DER`
@@ -69,8 +69,7 @@ impl ::std::convert::From<&str> for CertificateSpecAdditionalOutputFormatsType {
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for CertificateSpecAdditionalOutputFormatsType
-{
+for CertificateSpecAdditionalOutputFormatsType {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -79,12 +78,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for CertificateSpecAdditionalOutputFormatsType
-{
+for CertificateSpecAdditionalOutputFormatsType {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// CertificateAdditionalOutputFormat defines an additional output format of a
@@ -95,7 +97,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecAdditionalOutputFormats {
@@ -115,7 +117,7 @@ pub struct CertificateSpecAdditionalOutputFormats {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecIssuerRef {
@@ -140,7 +142,7 @@ pub struct CertificateSpecIssuerRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecKeystoresJksPasswordSecretRef {
@@ -161,7 +163,7 @@ pub struct CertificateSpecKeystoresJksPasswordSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecKeystoresJks {
@@ -194,7 +196,9 @@ pub struct CertificateSpecKeystoresJks {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub password_secret_ref: ::std::option::Option<CertificateSpecKeystoresJksPasswordSecretRef>,
+    pub password_secret_ref: ::std::option::Option<
+        CertificateSpecKeystoresJksPasswordSecretRef,
+    >,
 }
 /// PasswordSecretRef is a reference to a non-empty key in a Secret resource
 /// containing the password used to encrypt the PKCS#12 keystore.
@@ -205,7 +209,7 @@ pub struct CertificateSpecKeystoresJks {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecKeystoresPkcs12PasswordSecretRef {
@@ -240,7 +244,7 @@ pub struct CertificateSpecKeystoresPkcs12PasswordSecretRef {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateSpecKeystoresPkcs12Profile {
     /// `LegacyRC2`
@@ -280,7 +284,8 @@ impl ::std::convert::From<&str> for CertificateSpecKeystoresPkcs12Profile {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecKeystoresPkcs12Profile {
+impl ::informer_runtime::reexports::serde::Serialize
+for CertificateSpecKeystoresPkcs12Profile {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -289,12 +294,15 @@ impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecKeystore
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for CertificateSpecKeystoresPkcs12Profile
-{
+for CertificateSpecKeystoresPkcs12Profile {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// PKCS12 configures options for storing a PKCS12 keystore in the
@@ -304,7 +312,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecKeystoresPkcs12 {
@@ -333,7 +341,9 @@ pub struct CertificateSpecKeystoresPkcs12 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub password_secret_ref: ::std::option::Option<CertificateSpecKeystoresPkcs12PasswordSecretRef>,
+    pub password_secret_ref: ::std::option::Option<
+        CertificateSpecKeystoresPkcs12PasswordSecretRef,
+    >,
     /// Profile specifies the key and certificate encryption algorithms and the HMAC algorithm
     /// used to create the PKCS12 keystore. Default value is `LegacyRC2` for backward compatibility.
     ///
@@ -357,7 +367,7 @@ pub struct CertificateSpecKeystoresPkcs12 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecKeystores {
@@ -378,7 +388,7 @@ pub struct CertificateSpecKeystores {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecNameConstraintsExcluded {
@@ -418,7 +428,7 @@ pub struct CertificateSpecNameConstraintsExcluded {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecNameConstraintsPermitted {
@@ -463,7 +473,7 @@ pub struct CertificateSpecNameConstraintsPermitted {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecNameConstraints {
@@ -484,7 +494,7 @@ pub struct CertificateSpecNameConstraints {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecOtherNames {
@@ -517,7 +527,7 @@ pub struct CertificateSpecOtherNames {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateSpecPrivateKeyAlgorithm {
     /// `RSA`
@@ -553,7 +563,8 @@ impl ::std::convert::From<&str> for CertificateSpecPrivateKeyAlgorithm {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecPrivateKeyAlgorithm {
+impl ::informer_runtime::reexports::serde::Serialize
+for CertificateSpecPrivateKeyAlgorithm {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -562,12 +573,15 @@ impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecPrivateK
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for CertificateSpecPrivateKeyAlgorithm
-{
+for CertificateSpecPrivateKeyAlgorithm {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// The private key cryptography standards (PKCS) encoding for this
@@ -583,7 +597,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateSpecPrivateKeyEncoding {
     /// `PKCS1`
@@ -615,7 +629,8 @@ impl ::std::convert::From<&str> for CertificateSpecPrivateKeyEncoding {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecPrivateKeyEncoding {
+impl ::informer_runtime::reexports::serde::Serialize
+for CertificateSpecPrivateKeyEncoding {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -624,12 +639,15 @@ impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecPrivateK
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for CertificateSpecPrivateKeyEncoding
-{
+for CertificateSpecPrivateKeyEncoding {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// RotationPolicy controls how private keys should be regenerated when a
@@ -650,7 +668,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateSpecPrivateKeyRotationPolicy {
     /// `Never`
@@ -682,7 +700,8 @@ impl ::std::convert::From<&str> for CertificateSpecPrivateKeyRotationPolicy {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecPrivateKeyRotationPolicy {
+impl ::informer_runtime::reexports::serde::Serialize
+for CertificateSpecPrivateKeyRotationPolicy {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -691,12 +710,15 @@ impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecPrivateK
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for CertificateSpecPrivateKeyRotationPolicy
-{
+for CertificateSpecPrivateKeyRotationPolicy {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// Private key options. These include the key algorithm and size, the used
@@ -706,7 +728,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecPrivateKey {
@@ -764,7 +786,7 @@ pub struct CertificateSpecPrivateKey {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateSpecRenewalPolicy {
     /// `RenewBefore`
@@ -804,11 +826,16 @@ impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecRenewalP
         serializer.serialize_str(self.as_str())
     }
 }
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for CertificateSpecRenewalPolicy {
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for CertificateSpecRenewalPolicy {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// CertificateRenewalWindows is the definition for renewal windows
@@ -817,7 +844,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for Certificate
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecRenewalWindows {
@@ -847,7 +874,7 @@ pub struct CertificateSpecRenewalWindows {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecRenewal {
@@ -868,7 +895,7 @@ pub struct CertificateSpecRenewal {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecSecretTemplate {
@@ -894,7 +921,7 @@ pub struct CertificateSpecSecretTemplate {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateSpecSignatureAlgorithm {
     /// `SHA256WithRSA`
@@ -946,7 +973,8 @@ impl ::std::convert::From<&str> for CertificateSpecSignatureAlgorithm {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecSignatureAlgorithm {
+impl ::informer_runtime::reexports::serde::Serialize
+for CertificateSpecSignatureAlgorithm {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -955,12 +983,15 @@ impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecSignatur
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for CertificateSpecSignatureAlgorithm
-{
+for CertificateSpecSignatureAlgorithm {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// Requested set of X509 certificate subject attributes.
@@ -973,7 +1004,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecSubject {
@@ -989,7 +1020,9 @@ pub struct CertificateSpecSubject {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub organizational_units: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    pub organizational_units: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
     /// Organizations to be used on the Certificate.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub organizations: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1054,7 +1087,7 @@ pub struct CertificateSpecSubject {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateSpecUsages {
     /// `signing`
@@ -1178,11 +1211,16 @@ impl ::informer_runtime::reexports::serde::Serialize for CertificateSpecUsages {
         serializer.serialize_str(self.as_str())
     }
 }
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for CertificateSpecUsages {
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for CertificateSpecUsages {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// Specification of the desired state of the Certificate resource.
@@ -1192,7 +1230,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for Certificate
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpec {
@@ -1203,8 +1241,9 @@ pub struct CertificateSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub additional_output_formats:
-        ::std::option::Option<::std::vec::Vec<CertificateSpecAdditionalOutputFormats>>,
+    pub additional_output_formats: ::std::option::Option<
+        ::std::vec::Vec<CertificateSpecAdditionalOutputFormats>,
+    >,
     /// Requested common name X509 certificate subject attribute.
     /// More info: https://datatracker.ietf.org/doc/html/rfc5280#section-4.1.2.6
     /// NOTE: TLS clients will ignore this value when any subject alternative name is
@@ -1438,7 +1477,7 @@ pub struct CertificateSpec {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateStatusAcmeAriSuggestedWindow {
@@ -1456,7 +1495,7 @@ pub struct CertificateStatusAcmeAriSuggestedWindow {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateStatusAcmeAri {
@@ -1503,7 +1542,7 @@ pub struct CertificateStatusAcmeAri {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateStatusAcme {
@@ -1520,7 +1559,7 @@ pub struct CertificateStatusAcme {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum CertificateStatusConditionsStatus {
     /// `True`
@@ -1556,7 +1595,8 @@ impl ::std::convert::From<&str> for CertificateStatusConditionsStatus {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for CertificateStatusConditionsStatus {
+impl ::informer_runtime::reexports::serde::Serialize
+for CertificateStatusConditionsStatus {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -1565,12 +1605,15 @@ impl ::informer_runtime::reexports::serde::Serialize for CertificateStatusCondit
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for CertificateStatusConditionsStatus
-{
+for CertificateStatusConditionsStatus {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// CertificateCondition contains condition information for a Certificate.
@@ -1579,7 +1622,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateStatusConditions {
@@ -1626,7 +1669,7 @@ pub struct CertificateStatusConditions {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateStatus {
@@ -1723,14 +1766,13 @@ pub struct CertificateStatus {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct Certificate {
     /// Standard object metadata.
     #[serde(default)]
-    pub metadata:
-        ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// Specification of the desired state of the Certificate resource.
     /// https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -1781,13 +1823,12 @@ impl ::informer_runtime::reexports::kube_core::Resource for Certificate {
     }
     fn meta(
         &self,
-    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta
-    {
+    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata
     }
     fn meta_mut(
         &mut self,
-    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta{
+    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &mut self.metadata
     }
 }
@@ -1801,7 +1842,7 @@ impl ::informer_runtime::reexports::kube_core::Resource for Certificate {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     /// `HS256`
@@ -1832,14 +1873,14 @@ impl ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
         }
     }
 }
-impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
+impl ::std::convert::From<&str>
+for ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn from(s: &str) -> Self {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm
-{
+for ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -1848,12 +1889,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm
-{
+for ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// keySecretRef is a Secret Key Selector referencing a data item in a Kubernetes
@@ -1868,7 +1912,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeExternalAccountBindingKeySecretRef {
@@ -1891,7 +1935,7 @@ pub struct ClusterIssuerSpecAcmeExternalAccountBindingKeySecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeExternalAccountBinding {
@@ -1903,8 +1947,9 @@ pub struct ClusterIssuerSpecAcmeExternalAccountBinding {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub key_algorithm:
-        ::std::option::Option<ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm>,
+    pub key_algorithm: ::std::option::Option<
+        ClusterIssuerSpecAcmeExternalAccountBindingKeyAlgorithm,
+    >,
     /// keyID is the ID of the CA key that the External Account is bound to.
     #[serde(rename = "keyID")]
     pub key_id: ::std::string::String,
@@ -1928,7 +1973,7 @@ pub struct ClusterIssuerSpecAcmeExternalAccountBinding {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmePrivateKeySecretRef {
@@ -1953,7 +1998,7 @@ pub struct ClusterIssuerSpecAcmePrivateKeySecretRef {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ClusterIssuerSpecAcmeRenewalInformationSource {
     /// `ARI`
@@ -1986,8 +2031,7 @@ impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeRenewalInformationSourc
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ClusterIssuerSpecAcmeRenewalInformationSource
-{
+for ClusterIssuerSpecAcmeRenewalInformationSource {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -1996,12 +2040,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ClusterIssuerSpecAcmeRenewalInformationSource
-{
+for ClusterIssuerSpecAcmeRenewalInformationSource {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// A reference to a specific 'key' within a Secret resource.
@@ -2011,7 +2058,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
@@ -2032,7 +2079,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01AcmeDns {
@@ -2050,7 +2097,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AcmeDns {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
@@ -2071,7 +2118,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
@@ -2092,7 +2139,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
@@ -2112,7 +2159,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Akamai {
@@ -2139,7 +2186,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Akamai {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
@@ -2161,7 +2208,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     /// `AzurePublicCloud`
@@ -2191,19 +2238,21 @@ impl ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
             "AzurePublicCloud" => ::std::option::Option::Some(Self::AzurePublicCloud),
             "AzureChinaCloud" => ::std::option::Option::Some(Self::AzureChinaCloud),
             "AzureGermanCloud" => ::std::option::Option::Some(Self::AzureGermanCloud),
-            "AzureUSGovernmentCloud" => ::std::option::Option::Some(Self::AzureUsGovernmentCloud),
+            "AzureUSGovernmentCloud" => {
+                ::std::option::Option::Some(Self::AzureUsGovernmentCloud)
+            }
             _ => ::std::option::Option::None,
         }
     }
 }
-impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
+impl ::std::convert::From<&str>
+for ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn from(s: &str) -> Self {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment
-{
+for ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2212,12 +2261,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment
-{
+for ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// Auth: Azure Workload Identity or Azure Managed Service Identity:
@@ -2228,7 +2280,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
@@ -2272,7 +2324,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType {
     /// `AzurePublicZone`
@@ -2305,8 +2357,7 @@ impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeSolversDns01AzureDnsZon
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType
-{
+for ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2315,12 +2366,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType
-{
+for ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// Use the Microsoft Azure DNS API to manage DNS01 challenge records.
@@ -2329,7 +2383,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01AzureDns {
@@ -2350,11 +2404,14 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDns {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub client_secret_secret_ref:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef>,
+    pub client_secret_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef,
+    >,
     /// name of the Azure environment (default AzurePublicCloud)
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub environment: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment>,
+    pub environment: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01AzureDnsEnvironment,
+    >,
     /// name of the DNS zone that should be used
     #[serde(
         rename = "hostedZoneName",
@@ -2370,8 +2427,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDns {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub managed_identity:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity>,
+    pub managed_identity: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity,
+    >,
     /// resource group the DNS zone is located in
     #[serde(rename = "resourceGroupName")]
     pub resource_group_name: ::std::string::String,
@@ -2402,7 +2460,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDns {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub zone_type: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType>,
+    pub zone_type: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType,
+    >,
 }
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
@@ -2411,7 +2471,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDns {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
@@ -2431,7 +2491,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01CloudDns {
@@ -2453,8 +2513,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudDns {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub service_account_secret_ref:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef>,
+    pub service_account_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef,
+    >,
 }
 /// API key to use to authenticate with Cloudflare.
 /// Note: using an API token to authenticate is now the recommended method
@@ -2464,7 +2525,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudDns {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
@@ -2484,7 +2545,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
@@ -2504,7 +2565,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Cloudflare {
@@ -2516,16 +2577,18 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Cloudflare {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub api_key_secret_ref:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef>,
+    pub api_key_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef,
+    >,
     /// API token used to authenticate with Cloudflare.
     #[serde(
         rename = "apiTokenSecretRef",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub api_token_secret_ref:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef>,
+    pub api_token_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef,
+    >,
     /// Email of the account, only required when using API key based authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub email: ::std::option::Option<::std::string::String>,
@@ -2539,7 +2602,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Cloudflare {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ClusterIssuerSpecAcmeSolversDns01CnameStrategy {
     /// `None`
@@ -2572,8 +2635,7 @@ impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeSolversDns01CnameStrate
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ClusterIssuerSpecAcmeSolversDns01CnameStrategy
-{
+for ClusterIssuerSpecAcmeSolversDns01CnameStrategy {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2582,12 +2644,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ClusterIssuerSpecAcmeSolversDns01CnameStrategy
-{
+for ClusterIssuerSpecAcmeSolversDns01CnameStrategy {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// A reference to a specific 'key' within a Secret resource.
@@ -2597,7 +2662,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
@@ -2617,7 +2682,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Digitalocean {
@@ -2634,7 +2699,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Digitalocean {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol {
     /// `TCP`
@@ -2667,8 +2732,7 @@ impl ::std::convert::From<&str> for ClusterIssuerSpecAcmeSolversDns01Rfc2136Prot
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol
-{
+for ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2677,12 +2741,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol
-{
+for ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// The name of the secret containing the TSIG value.
@@ -2692,7 +2759,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
@@ -2713,7 +2780,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136 {
@@ -2725,7 +2792,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136 {
     pub nameserver: ::std::string::String,
     /// Protocol to use for dynamic DNS update queries. Valid values are (case-sensitive) ``TCP`` and ``UDP``; ``UDP`` (default).
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub protocol: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol>,
+    pub protocol: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01Rfc2136Protocol,
+    >,
     /// The TSIG Algorithm configured in the DNS supporting RFC2136. Used only
     /// when ``tsigSecretSecretRef`` and ``tsigKeyName`` are defined.
     /// Supported values are (case-insensitive): ``HMACMD5`` (default),
@@ -2751,8 +2820,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub tsig_secret_secret_ref:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef>,
+    pub tsig_secret_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef,
+    >,
 }
 /// The SecretAccessKey is used for authentication. If set, pull the AWS
 /// access key ID from a key within a Kubernetes Secret.
@@ -2765,7 +2835,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
@@ -2787,7 +2857,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
@@ -2808,7 +2878,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountR
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes {
@@ -2816,8 +2886,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes {
     /// token (also known as "projected token"). To use this field, you must
     /// configure an RBAC rule to let cert-manager request a token.
     #[serde(rename = "serviceAccountRef")]
-    pub service_account_ref:
-        ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef,
+    pub service_account_ref: ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef,
 }
 /// Auth configures how cert-manager authenticates.
 #[derive(
@@ -2825,7 +2894,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Route53Auth {
@@ -2843,7 +2912,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53Auth {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
@@ -2863,7 +2932,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Route53 {
@@ -2889,8 +2958,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub access_key_id_secret_ref:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef>,
+    pub access_key_id_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef,
+    >,
     /// Auth configures how cert-manager authenticates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub auth: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Route53Auth>,
@@ -2938,8 +3008,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub secret_access_key_secret_ref:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef>,
+    pub secret_access_key_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef,
+    >,
 }
 /// Configure an external webhook based DNS01 challenge solver to manage
 /// DNS01 challenge records.
@@ -2948,7 +3019,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01Webhook {
@@ -2981,7 +3052,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Webhook {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversDns01 {
@@ -3020,10 +3091,14 @@ pub struct ClusterIssuerSpecAcmeSolversDns01 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub cname_strategy: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01CnameStrategy>,
+    pub cname_strategy: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01CnameStrategy,
+    >,
     /// Use the DigitalOcean DNS API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub digitalocean: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Digitalocean>,
+    pub digitalocean: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversDns01Digitalocean,
+    >,
     /// Nameservers defines a list of DNS nameservers to use for DNS01 propagation
     /// checks. Each entry must be in the format `<host>:<port>` for plain DNS,
     /// where host may be an IP address or hostname, or
@@ -3062,7 +3137,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
@@ -3189,7 +3264,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata {
@@ -3211,11 +3286,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3238,11 +3312,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3264,7 +3337,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
@@ -3298,7 +3371,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -3316,11 +3389,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3343,11 +3415,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3371,7 +3442,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
@@ -3408,7 +3479,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -3424,7 +3495,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity {
@@ -3468,11 +3539,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3494,7 +3564,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
@@ -3528,11 +3598,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3557,7 +3626,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
@@ -3590,7 +3659,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
@@ -3667,7 +3736,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -3686,11 +3755,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3712,7 +3780,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
@@ -3746,11 +3814,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3775,7 +3842,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
@@ -3813,7 +3880,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -3890,7 +3957,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity {
@@ -3938,11 +4005,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -3964,7 +4030,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
@@ -3998,11 +4064,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -4027,7 +4092,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
@@ -4060,7 +4125,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
@@ -4137,7 +4202,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -4156,11 +4221,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -4182,7 +4246,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
@@ -4216,11 +4280,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -4245,7 +4308,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
@@ -4283,7 +4346,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -4360,7 +4423,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity {
@@ -4407,7 +4470,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
@@ -4446,7 +4509,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets {
@@ -4471,7 +4534,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImag
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources {
@@ -4507,11 +4570,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecReso
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions {
     /// Level is SELinux level label that applies to the container.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub level: ::std::option::Option<::std::string::String>,
@@ -4532,11 +4594,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile {
     /// localhostProfile indicates a profile defined in a file on the node should be used.
     /// The profile must be preconfigured on the node to work.
     /// Must be a descending path, relative to the kubelet's configured seccomp profile location.
@@ -4562,7 +4623,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls {
@@ -4579,7 +4640,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext {
@@ -4702,7 +4763,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations {
@@ -4744,7 +4805,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTole
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
@@ -4823,7 +4884,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
@@ -4839,8 +4900,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
     /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
     /// All other fields will be ignored.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub spec:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec>,
+    pub spec: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec,
+    >,
 }
 /// The Gateway API is a sig-network community API that models service networking
 /// in Kubernetes (https://gateway-api.sigs.k8s.io/). The Gateway solver will
@@ -4851,7 +4913,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute {
@@ -4880,8 +4942,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub pod_template:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate>,
+    pub pod_template: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate,
+    >,
     /// Optional service type for Kubernetes solver service. Supported values
     /// are NodePort or ClusterIP. If unset, defaults to NodePort.
     #[serde(
@@ -4900,7 +4963,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
@@ -4922,7 +4985,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate {
@@ -4931,8 +4994,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate {
     /// If labels or annotations overlap with in-built values, the values here
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub metadata:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata>,
+    pub metadata: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata,
+    >,
 }
 /// ObjectMeta overrides for the pod used to solve HTTP01 challenges.
 /// Only the 'labels' and 'annotations' fields may be set.
@@ -4943,7 +5007,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
@@ -4965,11 +5029,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -4992,11 +5055,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5018,7 +5080,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
@@ -5052,7 +5114,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -5070,11 +5132,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5097,11 +5158,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5125,7 +5185,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
@@ -5162,7 +5222,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -5178,7 +5238,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity {
@@ -5222,11 +5282,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5248,7 +5307,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
@@ -5282,11 +5341,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5311,7 +5369,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
@@ -5344,7 +5402,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
@@ -5421,7 +5479,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -5440,11 +5498,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5466,7 +5523,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
@@ -5500,11 +5557,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5529,7 +5585,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
@@ -5567,7 +5623,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -5644,7 +5700,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity {
@@ -5692,11 +5748,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5718,7 +5773,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
@@ -5752,11 +5807,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5781,7 +5835,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
@@ -5814,7 +5868,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
@@ -5891,7 +5945,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -5910,11 +5964,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5936,7 +5989,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
@@ -5970,11 +6023,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions
-{
+pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -5999,7 +6051,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
@@ -6037,7 +6089,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -6114,7 +6166,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity {
@@ -6161,7 +6213,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
@@ -6200,7 +6252,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets {
@@ -6225,7 +6277,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecr
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
@@ -6261,7 +6313,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions {
@@ -6285,7 +6337,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile {
@@ -6314,7 +6366,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls {
@@ -6331,7 +6383,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
@@ -6454,7 +6506,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
@@ -6496,14 +6548,15 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// If specified, the pod's scheduling constraints
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub affinity:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity>,
+    pub affinity: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity,
+    >,
     /// If specified, the pod's imagePullSecrets
     #[serde(
         rename = "imagePullSecrets",
@@ -6511,7 +6564,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub image_pull_secrets: ::std::option::Option<
-        ::std::vec::Vec<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets>,
+        ::std::vec::Vec<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets,
+        >,
     >,
     /// NodeSelector is a selector which must be true for the pod to fit on a node.
     /// Selector which must match a node's labels for the pod to be scheduled on that node.
@@ -6538,8 +6593,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// (--acme-http01-solver-resource-request-cpu, --acme-http01-solver-resource-request-memory).
     /// Kubernetes will reject pod creation if limits are lower than requests, causing challenge failures.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub resources:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources>,
+    pub resources: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources,
+    >,
     /// If specified, the pod's security context
     #[serde(
         rename = "securityContext",
@@ -6559,7 +6615,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// If specified, the pod's tolerations.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub tolerations: ::std::option::Option<
-        ::std::vec::Vec<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations>,
+        ::std::vec::Vec<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations,
+        >,
     >,
 }
 /// Optional pod template used to configure the ACME challenge solver pods
@@ -6569,7 +6627,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate {
@@ -6578,13 +6636,16 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate {
     /// If labels or annotations overlap with in-built values, the values here
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub metadata:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata>,
+    pub metadata: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata,
+    >,
     /// PodSpec defines overrides for the HTTP01 challenge solver pod.
     /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
     /// All other fields will be ignored.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub spec: ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec>,
+    pub spec: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec,
+    >,
 }
 /// The ingress based HTTP01 challenge solver will solve challenges by
 /// creating or modifying Ingress resources in order to route requests for
@@ -6595,7 +6656,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01Ingress {
@@ -6622,8 +6683,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01Ingress {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub ingress_template:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate>,
+    pub ingress_template: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate,
+    >,
     /// The name of the ingress resource that should have ACME challenge solving
     /// routes inserted into it in order to solve HTTP01 challenges.
     /// This is typically used in conjunction with ingress controllers like
@@ -6639,7 +6701,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01Ingress {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub pod_template: ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate>,
+    pub pod_template: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate,
+    >,
     /// Optional service type for Kubernetes solver service. Supported values
     /// are NodePort or ClusterIP. If unset, defaults to NodePort.
     #[serde(
@@ -6658,7 +6722,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01Ingress {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01 {
@@ -6671,8 +6735,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub gateway_http_route:
-        ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute>,
+    pub gateway_http_route: ::std::option::Option<
+        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute,
+    >,
     /// The ingress based HTTP01 challenge solver will solve challenges by
     /// creating or modifying Ingress resources in order to route requests for
     /// '/.well-known/acme-challenge/XYZ' to 'challenge solver' pods that are
@@ -6690,7 +6755,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversSelector {
@@ -6741,7 +6806,7 @@ pub struct ClusterIssuerSpecAcmeSolversSelector {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolvers {
@@ -6791,7 +6856,7 @@ pub struct ClusterIssuerSpecAcmeSolvers {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcme {
@@ -6846,8 +6911,9 @@ pub struct ClusterIssuerSpecAcme {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub external_account_binding:
-        ::std::option::Option<ClusterIssuerSpecAcmeExternalAccountBinding>,
+    pub external_account_binding: ::std::option::Option<
+        ClusterIssuerSpecAcmeExternalAccountBinding,
+    >,
     /// PreferredChain is the chain to use if the ACME server outputs multiple.
     /// PreferredChain is no guarantee that this one gets delivered by the ACME
     /// endpoint.
@@ -6882,8 +6948,9 @@ pub struct ClusterIssuerSpecAcme {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub renewal_information_source:
-        ::std::option::Option<ClusterIssuerSpecAcmeRenewalInformationSource>,
+    pub renewal_information_source: ::std::option::Option<
+        ClusterIssuerSpecAcmeRenewalInformationSource,
+    >,
     /// Server is the URL used to access the ACME server's 'directory' endpoint.
     /// For example, for Let's Encrypt's staging endpoint, you would use:
     /// "https://acme-staging-v02.api.letsencrypt.org/directory".
@@ -6927,7 +6994,7 @@ pub struct ClusterIssuerSpecAcme {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecCa {
@@ -6939,7 +7006,9 @@ pub struct ClusterIssuerSpecCa {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub crl_distribution_points: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    pub crl_distribution_points: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
     /// IssuingCertificateURLs is a list of URLs which this issuer should embed into certificates
     /// it creates. See https://www.rfc-editor.org/rfc/rfc5280#section-4.2.2.1 for more details.
     /// As an example, such a URL might be "http://ca.domain.com/ca.crt".
@@ -6948,7 +7017,9 @@ pub struct ClusterIssuerSpecCa {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub issuing_certificate_ur_ls: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    pub issuing_certificate_ur_ls: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
     /// The OCSP server list is an X.509 v3 extension that defines a list of
     /// URLs of OCSP responders. The OCSP responders can be queried for the
     /// revocation status of an issued certificate. If not set, the
@@ -6972,7 +7043,7 @@ pub struct ClusterIssuerSpecCa {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecSelfSigned {
@@ -6984,7 +7055,9 @@ pub struct ClusterIssuerSpecSelfSigned {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub crl_distribution_points: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    pub crl_distribution_points: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
 }
 /// Reference to a key in a Secret that contains the App Role secret used
 /// to authenticate with Vault.
@@ -6995,7 +7068,7 @@ pub struct ClusterIssuerSpecSelfSigned {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthAppRoleSecretRef {
@@ -7016,7 +7089,7 @@ pub struct ClusterIssuerSpecVaultAuthAppRoleSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthAppRole {
@@ -7042,7 +7115,7 @@ pub struct ClusterIssuerSpecVaultAuthAppRole {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthAwsServiceAccountRef {
@@ -7062,7 +7135,7 @@ pub struct ClusterIssuerSpecVaultAuthAwsServiceAccountRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthAws {
@@ -7100,7 +7173,9 @@ pub struct ClusterIssuerSpecVaultAuthAws {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub service_account_ref: ::std::option::Option<ClusterIssuerSpecVaultAuthAwsServiceAccountRef>,
+    pub service_account_ref: ::std::option::Option<
+        ClusterIssuerSpecVaultAuthAwsServiceAccountRef,
+    >,
     /// The Vault header value to include in the STS signing request.
     /// This is used to prevent replay attacks.
     #[serde(
@@ -7118,7 +7193,7 @@ pub struct ClusterIssuerSpecVaultAuthAws {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthClientCertificate {
@@ -7154,7 +7229,7 @@ pub struct ClusterIssuerSpecVaultAuthClientCertificate {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthKubernetesSecretRef {
@@ -7178,7 +7253,7 @@ pub struct ClusterIssuerSpecVaultAuthKubernetesSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef {
@@ -7197,7 +7272,7 @@ pub struct ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthKubernetes {
@@ -7234,8 +7309,9 @@ pub struct ClusterIssuerSpecVaultAuthKubernetes {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub service_account_ref:
-        ::std::option::Option<ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef>,
+    pub service_account_ref: ::std::option::Option<
+        ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef,
+    >,
 }
 /// TokenSecretRef authenticates with Vault by presenting a token.
 #[derive(
@@ -7243,7 +7319,7 @@ pub struct ClusterIssuerSpecVaultAuthKubernetes {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuthTokenSecretRef {
@@ -7263,7 +7339,7 @@ pub struct ClusterIssuerSpecVaultAuthTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultAuth {
@@ -7288,7 +7364,9 @@ pub struct ClusterIssuerSpecVaultAuth {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub client_certificate: ::std::option::Option<ClusterIssuerSpecVaultAuthClientCertificate>,
+    pub client_certificate: ::std::option::Option<
+        ClusterIssuerSpecVaultAuthClientCertificate,
+    >,
     /// Kubernetes authenticates with Vault by passing the ServiceAccount
     /// token stored in the named Secret resource to the Vault server.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -7299,7 +7377,9 @@ pub struct ClusterIssuerSpecVaultAuth {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub token_secret_ref: ::std::option::Option<ClusterIssuerSpecVaultAuthTokenSecretRef>,
+    pub token_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecVaultAuthTokenSecretRef,
+    >,
 }
 /// Reference to a Secret containing a bundle of PEM-encoded CAs to use when
 /// verifying the certificate chain presented by Vault when using HTTPS.
@@ -7312,7 +7392,7 @@ pub struct ClusterIssuerSpecVaultAuth {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultCaBundleSecretRef {
@@ -7333,7 +7413,7 @@ pub struct ClusterIssuerSpecVaultCaBundleSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultClientCertSecretRef {
@@ -7354,7 +7434,7 @@ pub struct ClusterIssuerSpecVaultClientCertSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVaultClientKeySecretRef {
@@ -7375,7 +7455,7 @@ pub struct ClusterIssuerSpecVaultClientKeySecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVault {
@@ -7405,7 +7485,9 @@ pub struct ClusterIssuerSpecVault {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub ca_bundle_secret_ref: ::std::option::Option<ClusterIssuerSpecVaultCaBundleSecretRef>,
+    pub ca_bundle_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecVaultCaBundleSecretRef,
+    >,
     /// Reference to a Secret containing a PEM-encoded Client Certificate to use when the
     /// Vault server requires mTLS.
     #[serde(
@@ -7413,7 +7495,9 @@ pub struct ClusterIssuerSpecVault {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub client_cert_secret_ref: ::std::option::Option<ClusterIssuerSpecVaultClientCertSecretRef>,
+    pub client_cert_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecVaultClientCertSecretRef,
+    >,
     /// Reference to a Secret containing a PEM-encoded Client Private Key to use when the
     /// Vault server requires mTLS.
     #[serde(
@@ -7421,7 +7505,9 @@ pub struct ClusterIssuerSpecVault {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub client_key_secret_ref: ::std::option::Option<ClusterIssuerSpecVaultClientKeySecretRef>,
+    pub client_key_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecVaultClientKeySecretRef,
+    >,
     /// Name of the vault namespace. Namespaces is a set of features within Vault Enterprise that allows Vault environments to support Secure Multi-tenancy. e.g: "ns1"
     /// More about namespaces can be found here https://www.vaultproject.io/docs/enterprise/namespaces
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -7448,7 +7534,7 @@ pub struct ClusterIssuerSpecVault {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVenafiCloudApiTokenSecretRef {
@@ -7469,7 +7555,7 @@ pub struct ClusterIssuerSpecVenafiCloudApiTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVenafiCloud {
@@ -7489,7 +7575,7 @@ pub struct ClusterIssuerSpecVenafiCloud {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVenafiNgtsCredentialsRef {
@@ -7505,7 +7591,7 @@ pub struct ClusterIssuerSpecVenafiNgtsCredentialsRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVenafiNgts {
@@ -7543,7 +7629,7 @@ pub struct ClusterIssuerSpecVenafiNgts {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVenafiTppCaBundleSecretRef {
@@ -7565,7 +7651,7 @@ pub struct ClusterIssuerSpecVenafiTppCaBundleSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVenafiTppCredentialsRef {
@@ -7581,7 +7667,7 @@ pub struct ClusterIssuerSpecVenafiTppCredentialsRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVenafiTpp {
@@ -7605,7 +7691,9 @@ pub struct ClusterIssuerSpecVenafiTpp {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub ca_bundle_secret_ref: ::std::option::Option<ClusterIssuerSpecVenafiTppCaBundleSecretRef>,
+    pub ca_bundle_secret_ref: ::std::option::Option<
+        ClusterIssuerSpecVenafiTppCaBundleSecretRef,
+    >,
     /// CredentialsRef is a reference to a Secret containing the CyberArk Certificate Manager Self-Hosted API credentials.
     /// The secret must contain the key 'access-token' for the Access Token Authentication,
     /// or two keys, 'username' and 'password' for the API Keys Authentication.
@@ -7623,7 +7711,7 @@ pub struct ClusterIssuerSpecVenafiTpp {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecVenafi {
@@ -7652,7 +7740,7 @@ pub struct ClusterIssuerSpecVenafi {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpec {
@@ -7690,7 +7778,7 @@ pub struct ClusterIssuerSpec {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerStatusAcme {
@@ -7725,7 +7813,7 @@ pub struct ClusterIssuerStatusAcme {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ClusterIssuerStatusConditionsStatus {
     /// `True`
@@ -7761,7 +7849,8 @@ impl ::std::convert::From<&str> for ClusterIssuerStatusConditionsStatus {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for ClusterIssuerStatusConditionsStatus {
+impl ::informer_runtime::reexports::serde::Serialize
+for ClusterIssuerStatusConditionsStatus {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -7770,12 +7859,15 @@ impl ::informer_runtime::reexports::serde::Serialize for ClusterIssuerStatusCond
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ClusterIssuerStatusConditionsStatus
-{
+for ClusterIssuerStatusConditionsStatus {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// IssuerCondition contains condition information for an Issuer.
@@ -7784,7 +7876,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerStatusConditions {
@@ -7828,7 +7920,7 @@ pub struct ClusterIssuerStatusConditions {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerStatus {
@@ -7840,7 +7932,9 @@ pub struct ClusterIssuerStatus {
     /// List of status conditions to indicate the status of a CertificateRequest.
     /// Known condition types are `Ready`.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub conditions: ::std::option::Option<::std::vec::Vec<ClusterIssuerStatusConditions>>,
+    pub conditions: ::std::option::Option<
+        ::std::vec::Vec<ClusterIssuerStatusConditions>,
+    >,
 }
 /// A ClusterIssuer represents a certificate issuing authority which can be
 /// referenced as part of `issuerRef` fields.
@@ -7853,14 +7947,13 @@ pub struct ClusterIssuerStatus {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuer {
     /// Standard object metadata.
     #[serde(default)]
-    pub metadata:
-        ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// Desired state of the ClusterIssuer resource.
     #[serde()]
     pub spec: ClusterIssuerSpec,
@@ -7905,13 +7998,12 @@ impl ::informer_runtime::reexports::kube_core::Resource for ClusterIssuer {
     }
     fn meta(
         &self,
-    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta
-    {
+    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata
     }
     fn meta_mut(
         &mut self,
-    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta{
+    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &mut self.metadata
     }
 }
@@ -7925,7 +8017,7 @@ impl ::informer_runtime::reexports::kube_core::Resource for ClusterIssuer {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum IssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     /// `HS256`
@@ -7962,8 +8054,7 @@ impl ::std::convert::From<&str> for IssuerSpecAcmeExternalAccountBindingKeyAlgor
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for IssuerSpecAcmeExternalAccountBindingKeyAlgorithm
-{
+for IssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -7972,12 +8063,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for IssuerSpecAcmeExternalAccountBindingKeyAlgorithm
-{
+for IssuerSpecAcmeExternalAccountBindingKeyAlgorithm {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// keySecretRef is a Secret Key Selector referencing a data item in a Kubernetes
@@ -7992,7 +8086,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeExternalAccountBindingKeySecretRef {
@@ -8015,7 +8109,7 @@ pub struct IssuerSpecAcmeExternalAccountBindingKeySecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeExternalAccountBinding {
@@ -8027,7 +8121,9 @@ pub struct IssuerSpecAcmeExternalAccountBinding {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub key_algorithm: ::std::option::Option<IssuerSpecAcmeExternalAccountBindingKeyAlgorithm>,
+    pub key_algorithm: ::std::option::Option<
+        IssuerSpecAcmeExternalAccountBindingKeyAlgorithm,
+    >,
     /// keyID is the ID of the CA key that the External Account is bound to.
     #[serde(rename = "keyID")]
     pub key_id: ::std::string::String,
@@ -8051,7 +8147,7 @@ pub struct IssuerSpecAcmeExternalAccountBinding {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmePrivateKeySecretRef {
@@ -8076,7 +8172,7 @@ pub struct IssuerSpecAcmePrivateKeySecretRef {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum IssuerSpecAcmeRenewalInformationSource {
     /// `ARI`
@@ -8108,7 +8204,8 @@ impl ::std::convert::From<&str> for IssuerSpecAcmeRenewalInformationSource {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for IssuerSpecAcmeRenewalInformationSource {
+impl ::informer_runtime::reexports::serde::Serialize
+for IssuerSpecAcmeRenewalInformationSource {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -8117,12 +8214,15 @@ impl ::informer_runtime::reexports::serde::Serialize for IssuerSpecAcmeRenewalIn
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for IssuerSpecAcmeRenewalInformationSource
-{
+for IssuerSpecAcmeRenewalInformationSource {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// A reference to a specific 'key' within a Secret resource.
@@ -8132,7 +8232,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
@@ -8153,7 +8253,7 @@ pub struct IssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01AcmeDns {
@@ -8171,7 +8271,7 @@ pub struct IssuerSpecAcmeSolversDns01AcmeDns {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
@@ -8192,7 +8292,7 @@ pub struct IssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
@@ -8213,7 +8313,7 @@ pub struct IssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
@@ -8233,7 +8333,7 @@ pub struct IssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Akamai {
@@ -8260,7 +8360,7 @@ pub struct IssuerSpecAcmeSolversDns01Akamai {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
@@ -8282,7 +8382,7 @@ pub struct IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum IssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     /// `AzurePublicCloud`
@@ -8312,7 +8412,9 @@ impl IssuerSpecAcmeSolversDns01AzureDnsEnvironment {
             "AzurePublicCloud" => ::std::option::Option::Some(Self::AzurePublicCloud),
             "AzureChinaCloud" => ::std::option::Option::Some(Self::AzureChinaCloud),
             "AzureGermanCloud" => ::std::option::Option::Some(Self::AzureGermanCloud),
-            "AzureUSGovernmentCloud" => ::std::option::Option::Some(Self::AzureUsGovernmentCloud),
+            "AzureUSGovernmentCloud" => {
+                ::std::option::Option::Some(Self::AzureUsGovernmentCloud)
+            }
             _ => ::std::option::Option::None,
         }
     }
@@ -8323,8 +8425,7 @@ impl ::std::convert::From<&str> for IssuerSpecAcmeSolversDns01AzureDnsEnvironmen
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for IssuerSpecAcmeSolversDns01AzureDnsEnvironment
-{
+for IssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -8333,12 +8434,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for IssuerSpecAcmeSolversDns01AzureDnsEnvironment
-{
+for IssuerSpecAcmeSolversDns01AzureDnsEnvironment {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// Auth: Azure Workload Identity or Azure Managed Service Identity:
@@ -8349,7 +8453,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
@@ -8393,7 +8497,7 @@ pub struct IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum IssuerSpecAcmeSolversDns01AzureDnsZoneType {
     /// `AzurePublicZone`
@@ -8426,8 +8530,7 @@ impl ::std::convert::From<&str> for IssuerSpecAcmeSolversDns01AzureDnsZoneType {
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for IssuerSpecAcmeSolversDns01AzureDnsZoneType
-{
+for IssuerSpecAcmeSolversDns01AzureDnsZoneType {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -8436,12 +8539,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for IssuerSpecAcmeSolversDns01AzureDnsZoneType
-{
+for IssuerSpecAcmeSolversDns01AzureDnsZoneType {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// Use the Microsoft Azure DNS API to manage DNS01 challenge records.
@@ -8450,7 +8556,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01AzureDns {
@@ -8471,11 +8577,14 @@ pub struct IssuerSpecAcmeSolversDns01AzureDns {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub client_secret_secret_ref:
-        ::std::option::Option<IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef>,
+    pub client_secret_secret_ref: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef,
+    >,
     /// name of the Azure environment (default AzurePublicCloud)
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub environment: ::std::option::Option<IssuerSpecAcmeSolversDns01AzureDnsEnvironment>,
+    pub environment: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01AzureDnsEnvironment,
+    >,
     /// name of the DNS zone that should be used
     #[serde(
         rename = "hostedZoneName",
@@ -8491,7 +8600,9 @@ pub struct IssuerSpecAcmeSolversDns01AzureDns {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub managed_identity: ::std::option::Option<IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity>,
+    pub managed_identity: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity,
+    >,
     /// resource group the DNS zone is located in
     #[serde(rename = "resourceGroupName")]
     pub resource_group_name: ::std::string::String,
@@ -8531,7 +8642,7 @@ pub struct IssuerSpecAcmeSolversDns01AzureDns {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
@@ -8551,7 +8662,7 @@ pub struct IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01CloudDns {
@@ -8573,8 +8684,9 @@ pub struct IssuerSpecAcmeSolversDns01CloudDns {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub service_account_secret_ref:
-        ::std::option::Option<IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef>,
+    pub service_account_secret_ref: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef,
+    >,
 }
 /// API key to use to authenticate with Cloudflare.
 /// Note: using an API token to authenticate is now the recommended method
@@ -8584,7 +8696,7 @@ pub struct IssuerSpecAcmeSolversDns01CloudDns {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
@@ -8604,7 +8716,7 @@ pub struct IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
@@ -8624,7 +8736,7 @@ pub struct IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Cloudflare {
@@ -8636,16 +8748,18 @@ pub struct IssuerSpecAcmeSolversDns01Cloudflare {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub api_key_secret_ref:
-        ::std::option::Option<IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef>,
+    pub api_key_secret_ref: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef,
+    >,
     /// API token used to authenticate with Cloudflare.
     #[serde(
         rename = "apiTokenSecretRef",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub api_token_secret_ref:
-        ::std::option::Option<IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef>,
+    pub api_token_secret_ref: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef,
+    >,
     /// Email of the account, only required when using API key based authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub email: ::std::option::Option<::std::string::String>,
@@ -8659,7 +8773,7 @@ pub struct IssuerSpecAcmeSolversDns01Cloudflare {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum IssuerSpecAcmeSolversDns01CnameStrategy {
     /// `None`
@@ -8691,7 +8805,8 @@ impl ::std::convert::From<&str> for IssuerSpecAcmeSolversDns01CnameStrategy {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for IssuerSpecAcmeSolversDns01CnameStrategy {
+impl ::informer_runtime::reexports::serde::Serialize
+for IssuerSpecAcmeSolversDns01CnameStrategy {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -8700,12 +8815,15 @@ impl ::informer_runtime::reexports::serde::Serialize for IssuerSpecAcmeSolversDn
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for IssuerSpecAcmeSolversDns01CnameStrategy
-{
+for IssuerSpecAcmeSolversDns01CnameStrategy {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// A reference to a specific 'key' within a Secret resource.
@@ -8715,7 +8833,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
@@ -8735,7 +8853,7 @@ pub struct IssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Digitalocean {
@@ -8752,7 +8870,7 @@ pub struct IssuerSpecAcmeSolversDns01Digitalocean {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum IssuerSpecAcmeSolversDns01Rfc2136Protocol {
     /// `TCP`
@@ -8784,7 +8902,8 @@ impl ::std::convert::From<&str> for IssuerSpecAcmeSolversDns01Rfc2136Protocol {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for IssuerSpecAcmeSolversDns01Rfc2136Protocol {
+impl ::informer_runtime::reexports::serde::Serialize
+for IssuerSpecAcmeSolversDns01Rfc2136Protocol {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -8793,12 +8912,15 @@ impl ::informer_runtime::reexports::serde::Serialize for IssuerSpecAcmeSolversDn
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for IssuerSpecAcmeSolversDns01Rfc2136Protocol
-{
+for IssuerSpecAcmeSolversDns01Rfc2136Protocol {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// The name of the secret containing the TSIG value.
@@ -8808,7 +8930,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
@@ -8829,7 +8951,7 @@ pub struct IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Rfc2136 {
@@ -8867,8 +8989,9 @@ pub struct IssuerSpecAcmeSolversDns01Rfc2136 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub tsig_secret_secret_ref:
-        ::std::option::Option<IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef>,
+    pub tsig_secret_secret_ref: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef,
+    >,
 }
 /// The SecretAccessKey is used for authentication. If set, pull the AWS
 /// access key ID from a key within a Kubernetes Secret.
@@ -8881,7 +9004,7 @@ pub struct IssuerSpecAcmeSolversDns01Rfc2136 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
@@ -8903,7 +9026,7 @@ pub struct IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
@@ -8924,7 +9047,7 @@ pub struct IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Route53AuthKubernetes {
@@ -8940,7 +9063,7 @@ pub struct IssuerSpecAcmeSolversDns01Route53AuthKubernetes {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Route53Auth {
@@ -8958,7 +9081,7 @@ pub struct IssuerSpecAcmeSolversDns01Route53Auth {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
@@ -8978,7 +9101,7 @@ pub struct IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Route53 {
@@ -9004,8 +9127,9 @@ pub struct IssuerSpecAcmeSolversDns01Route53 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub access_key_id_secret_ref:
-        ::std::option::Option<IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef>,
+    pub access_key_id_secret_ref: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef,
+    >,
     /// Auth configures how cert-manager authenticates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub auth: ::std::option::Option<IssuerSpecAcmeSolversDns01Route53Auth>,
@@ -9053,8 +9177,9 @@ pub struct IssuerSpecAcmeSolversDns01Route53 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub secret_access_key_secret_ref:
-        ::std::option::Option<IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef>,
+    pub secret_access_key_secret_ref: ::std::option::Option<
+        IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef,
+    >,
 }
 /// Configure an external webhook based DNS01 challenge solver to manage
 /// DNS01 challenge records.
@@ -9063,7 +9188,7 @@ pub struct IssuerSpecAcmeSolversDns01Route53 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01Webhook {
@@ -9096,7 +9221,7 @@ pub struct IssuerSpecAcmeSolversDns01Webhook {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversDns01 {
@@ -9177,7 +9302,7 @@ pub struct IssuerSpecAcmeSolversDns01 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
@@ -9304,7 +9429,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata {
@@ -9326,11 +9451,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -9353,11 +9477,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -9379,7 +9502,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
@@ -9413,7 +9536,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -9431,11 +9554,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -9458,11 +9580,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -9486,7 +9607,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
@@ -9523,7 +9644,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -9539,7 +9660,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity {
@@ -9583,11 +9704,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -9609,7 +9729,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
@@ -9643,11 +9763,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -9672,7 +9791,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
@@ -9705,7 +9824,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
@@ -9782,7 +9901,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -9801,11 +9920,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -9827,7 +9945,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
@@ -9861,11 +9979,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -9890,7 +10007,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
@@ -9928,7 +10045,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -10005,7 +10122,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity {
@@ -10053,11 +10170,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -10079,7 +10195,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
@@ -10113,11 +10229,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -10142,7 +10257,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
@@ -10175,7 +10290,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
@@ -10252,7 +10367,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -10271,11 +10386,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -10297,7 +10411,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
@@ -10331,11 +10445,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -10360,7 +10473,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
@@ -10398,7 +10511,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -10475,7 +10588,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity {
@@ -10522,7 +10635,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
@@ -10561,7 +10674,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets {
@@ -10586,7 +10699,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSe
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources {
@@ -10622,7 +10735,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions {
@@ -10646,7 +10759,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile {
@@ -10675,7 +10788,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls {
@@ -10692,7 +10805,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext {
@@ -10815,7 +10928,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations {
@@ -10857,14 +10970,15 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     /// If specified, the pod's scheduling constraints
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub affinity:
-        ::std::option::Option<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity>,
+    pub affinity: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity,
+    >,
     /// If specified, the pod's imagePullSecrets
     #[serde(
         rename = "imagePullSecrets",
@@ -10872,7 +10986,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub image_pull_secrets: ::std::option::Option<
-        ::std::vec::Vec<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets>,
+        ::std::vec::Vec<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets,
+        >,
     >,
     /// NodeSelector is a selector which must be true for the pod to fit on a node.
     /// Selector which must match a node's labels for the pod to be scheduled on that node.
@@ -10899,8 +11015,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     /// (--acme-http01-solver-resource-request-cpu, --acme-http01-solver-resource-request-memory).
     /// Kubernetes will reject pod creation if limits are lower than requests, causing challenge failures.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub resources:
-        ::std::option::Option<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources>,
+    pub resources: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources,
+    >,
     /// If specified, the pod's security context
     #[serde(
         rename = "securityContext",
@@ -10920,7 +11037,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     /// If specified, the pod's tolerations.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub tolerations: ::std::option::Option<
-        ::std::vec::Vec<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations>,
+        ::std::vec::Vec<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations,
+        >,
     >,
 }
 /// Optional pod template used to configure the ACME challenge solver pods
@@ -10930,7 +11049,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
@@ -10939,13 +11058,16 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
     /// If labels or annotations overlap with in-built values, the values here
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub metadata:
-        ::std::option::Option<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata>,
+    pub metadata: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata,
+    >,
     /// PodSpec defines overrides for the HTTP01 challenge solver pod.
     /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
     /// All other fields will be ignored.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub spec: ::std::option::Option<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec>,
+    pub spec: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec,
+    >,
 }
 /// The Gateway API is a sig-network community API that models service networking
 /// in Kubernetes (https://gateway-api.sigs.k8s.io/). The Gateway solver will
@@ -10956,7 +11078,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoute {
@@ -10985,7 +11107,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoute {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub pod_template: ::std::option::Option<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate>,
+    pub pod_template: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate,
+    >,
     /// Optional service type for Kubernetes solver service. Supported values
     /// are NodePort or ClusterIP. If unset, defaults to NodePort.
     #[serde(
@@ -11004,7 +11128,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoute {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
@@ -11026,7 +11150,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressIngressTemplate {
@@ -11035,7 +11159,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressIngressTemplate {
     /// If labels or annotations overlap with in-built values, the values here
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub metadata: ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata>,
+    pub metadata: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata,
+    >,
 }
 /// ObjectMeta overrides for the pod used to solve HTTP01 challenges.
 /// Only the 'labels' and 'annotations' fields may be set.
@@ -11046,7 +11172,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressIngressTemplate {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
@@ -11068,11 +11194,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11095,11 +11220,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11121,7 +11245,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
@@ -11155,7 +11279,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -11173,11 +11297,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11200,11 +11323,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
     /// The label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11228,7 +11350,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
@@ -11265,7 +11387,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -11281,7 +11403,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity {
@@ -11325,11 +11447,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11351,7 +11472,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
@@ -11385,11 +11506,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11414,7 +11534,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
@@ -11447,7 +11567,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
@@ -11524,7 +11644,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -11543,11 +11663,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11569,7 +11688,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
@@ -11603,11 +11722,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11632,7 +11750,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
@@ -11670,7 +11788,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -11747,7 +11865,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity {
@@ -11795,11 +11913,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity 
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11821,7 +11938,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
@@ -11855,11 +11972,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -11884,7 +12000,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
@@ -11917,7 +12033,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
@@ -11994,7 +12110,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
@@ -12013,11 +12129,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -12039,7 +12154,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
@@ -12073,11 +12188,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
-pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions
-{
+pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
     #[serde()]
     pub key: ::std::string::String,
@@ -12102,7 +12216,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
@@ -12140,7 +12254,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
@@ -12217,7 +12331,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity {
@@ -12264,7 +12378,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
@@ -12283,8 +12397,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub pod_affinity:
-        ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity>,
+    pub pod_affinity: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity,
+    >,
     /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
         rename = "podAntiAffinity",
@@ -12302,7 +12417,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets {
@@ -12327,7 +12442,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
@@ -12363,7 +12478,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions {
@@ -12387,7 +12502,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLin
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile {
@@ -12416,7 +12531,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSecco
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls {
@@ -12433,7 +12548,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysct
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
@@ -12544,7 +12659,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
     /// Note that this field cannot be set when spec.os.name is windows.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub sysctls: ::std::option::Option<
-        ::std::vec::Vec<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls>,
+        ::std::vec::Vec<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls,
+        >,
     >,
 }
 /// The pod this Toleration is attached to tolerates any taint that matches
@@ -12554,7 +12671,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
@@ -12596,13 +12713,15 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// If specified, the pod's scheduling constraints
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub affinity: ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity>,
+    pub affinity: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity,
+    >,
     /// If specified, the pod's imagePullSecrets
     #[serde(
         rename = "imagePullSecrets",
@@ -12610,7 +12729,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub image_pull_secrets: ::std::option::Option<
-        ::std::vec::Vec<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets>,
+        ::std::vec::Vec<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets,
+        >,
     >,
     /// NodeSelector is a selector which must be true for the pod to fit on a node.
     /// Selector which must match a node's labels for the pod to be scheduled on that node.
@@ -12637,16 +12758,18 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// (--acme-http01-solver-resource-request-cpu, --acme-http01-solver-resource-request-memory).
     /// Kubernetes will reject pod creation if limits are lower than requests, causing challenge failures.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub resources:
-        ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources>,
+    pub resources: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources,
+    >,
     /// If specified, the pod's security context
     #[serde(
         rename = "securityContext",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub security_context:
-        ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext>,
+    pub security_context: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext,
+    >,
     /// If specified, the pod's service account
     #[serde(
         rename = "serviceAccountName",
@@ -12667,7 +12790,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplate {
@@ -12676,7 +12799,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplate {
     /// If labels or annotations overlap with in-built values, the values here
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub metadata: ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata>,
+    pub metadata: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata,
+    >,
     /// PodSpec defines overrides for the HTTP01 challenge solver pod.
     /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
     /// All other fields will be ignored.
@@ -12692,7 +12817,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplate {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01Ingress {
@@ -12719,7 +12844,9 @@ pub struct IssuerSpecAcmeSolversHttp01Ingress {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub ingress_template: ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressIngressTemplate>,
+    pub ingress_template: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01IngressIngressTemplate,
+    >,
     /// The name of the ingress resource that should have ACME challenge solving
     /// routes inserted into it in order to solve HTTP01 challenges.
     /// This is typically used in conjunction with ingress controllers like
@@ -12735,7 +12862,9 @@ pub struct IssuerSpecAcmeSolversHttp01Ingress {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub pod_template: ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressPodTemplate>,
+    pub pod_template: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01IngressPodTemplate,
+    >,
     /// Optional service type for Kubernetes solver service. Supported values
     /// are NodePort or ClusterIP. If unset, defaults to NodePort.
     #[serde(
@@ -12754,7 +12883,7 @@ pub struct IssuerSpecAcmeSolversHttp01Ingress {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01 {
@@ -12767,7 +12896,9 @@ pub struct IssuerSpecAcmeSolversHttp01 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub gateway_http_route: ::std::option::Option<IssuerSpecAcmeSolversHttp01GatewayHttpRoute>,
+    pub gateway_http_route: ::std::option::Option<
+        IssuerSpecAcmeSolversHttp01GatewayHttpRoute,
+    >,
     /// The ingress based HTTP01 challenge solver will solve challenges by
     /// creating or modifying Ingress resources in order to route requests for
     /// '/.well-known/acme-challenge/XYZ' to 'challenge solver' pods that are
@@ -12785,7 +12916,7 @@ pub struct IssuerSpecAcmeSolversHttp01 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversSelector {
@@ -12836,7 +12967,7 @@ pub struct IssuerSpecAcmeSolversSelector {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolvers {
@@ -12886,7 +13017,7 @@ pub struct IssuerSpecAcmeSolvers {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcme {
@@ -12941,7 +13072,9 @@ pub struct IssuerSpecAcme {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub external_account_binding: ::std::option::Option<IssuerSpecAcmeExternalAccountBinding>,
+    pub external_account_binding: ::std::option::Option<
+        IssuerSpecAcmeExternalAccountBinding,
+    >,
     /// PreferredChain is the chain to use if the ACME server outputs multiple.
     /// PreferredChain is no guarantee that this one gets delivered by the ACME
     /// endpoint.
@@ -12976,7 +13109,9 @@ pub struct IssuerSpecAcme {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub renewal_information_source: ::std::option::Option<IssuerSpecAcmeRenewalInformationSource>,
+    pub renewal_information_source: ::std::option::Option<
+        IssuerSpecAcmeRenewalInformationSource,
+    >,
     /// Server is the URL used to access the ACME server's 'directory' endpoint.
     /// For example, for Let's Encrypt's staging endpoint, you would use:
     /// "https://acme-staging-v02.api.letsencrypt.org/directory".
@@ -13020,7 +13155,7 @@ pub struct IssuerSpecAcme {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecCa {
@@ -13032,7 +13167,9 @@ pub struct IssuerSpecCa {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub crl_distribution_points: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    pub crl_distribution_points: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
     /// IssuingCertificateURLs is a list of URLs which this issuer should embed into certificates
     /// it creates. See https://www.rfc-editor.org/rfc/rfc5280#section-4.2.2.1 for more details.
     /// As an example, such a URL might be "http://ca.domain.com/ca.crt".
@@ -13041,7 +13178,9 @@ pub struct IssuerSpecCa {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub issuing_certificate_ur_ls: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    pub issuing_certificate_ur_ls: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
     /// The OCSP server list is an X.509 v3 extension that defines a list of
     /// URLs of OCSP responders. The OCSP responders can be queried for the
     /// revocation status of an issued certificate. If not set, the
@@ -13065,7 +13204,7 @@ pub struct IssuerSpecCa {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecSelfSigned {
@@ -13077,7 +13216,9 @@ pub struct IssuerSpecSelfSigned {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub crl_distribution_points: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    pub crl_distribution_points: ::std::option::Option<
+        ::std::vec::Vec<::std::string::String>,
+    >,
 }
 /// Reference to a key in a Secret that contains the App Role secret used
 /// to authenticate with Vault.
@@ -13088,7 +13229,7 @@ pub struct IssuerSpecSelfSigned {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthAppRoleSecretRef {
@@ -13109,7 +13250,7 @@ pub struct IssuerSpecVaultAuthAppRoleSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthAppRole {
@@ -13135,7 +13276,7 @@ pub struct IssuerSpecVaultAuthAppRole {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthAwsServiceAccountRef {
@@ -13155,7 +13296,7 @@ pub struct IssuerSpecVaultAuthAwsServiceAccountRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthAws {
@@ -13193,7 +13334,9 @@ pub struct IssuerSpecVaultAuthAws {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub service_account_ref: ::std::option::Option<IssuerSpecVaultAuthAwsServiceAccountRef>,
+    pub service_account_ref: ::std::option::Option<
+        IssuerSpecVaultAuthAwsServiceAccountRef,
+    >,
     /// The Vault header value to include in the STS signing request.
     /// This is used to prevent replay attacks.
     #[serde(
@@ -13211,7 +13354,7 @@ pub struct IssuerSpecVaultAuthAws {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthClientCertificate {
@@ -13247,7 +13390,7 @@ pub struct IssuerSpecVaultAuthClientCertificate {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthKubernetesSecretRef {
@@ -13271,7 +13414,7 @@ pub struct IssuerSpecVaultAuthKubernetesSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthKubernetesServiceAccountRef {
@@ -13290,7 +13433,7 @@ pub struct IssuerSpecVaultAuthKubernetesServiceAccountRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthKubernetes {
@@ -13327,7 +13470,9 @@ pub struct IssuerSpecVaultAuthKubernetes {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub service_account_ref: ::std::option::Option<IssuerSpecVaultAuthKubernetesServiceAccountRef>,
+    pub service_account_ref: ::std::option::Option<
+        IssuerSpecVaultAuthKubernetesServiceAccountRef,
+    >,
 }
 /// TokenSecretRef authenticates with Vault by presenting a token.
 #[derive(
@@ -13335,7 +13480,7 @@ pub struct IssuerSpecVaultAuthKubernetes {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuthTokenSecretRef {
@@ -13355,7 +13500,7 @@ pub struct IssuerSpecVaultAuthTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultAuth {
@@ -13404,7 +13549,7 @@ pub struct IssuerSpecVaultAuth {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultCaBundleSecretRef {
@@ -13425,7 +13570,7 @@ pub struct IssuerSpecVaultCaBundleSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultClientCertSecretRef {
@@ -13446,7 +13591,7 @@ pub struct IssuerSpecVaultClientCertSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVaultClientKeySecretRef {
@@ -13467,7 +13612,7 @@ pub struct IssuerSpecVaultClientKeySecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVault {
@@ -13505,7 +13650,9 @@ pub struct IssuerSpecVault {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub client_cert_secret_ref: ::std::option::Option<IssuerSpecVaultClientCertSecretRef>,
+    pub client_cert_secret_ref: ::std::option::Option<
+        IssuerSpecVaultClientCertSecretRef,
+    >,
     /// Reference to a Secret containing a PEM-encoded Client Private Key to use when the
     /// Vault server requires mTLS.
     #[serde(
@@ -13540,7 +13687,7 @@ pub struct IssuerSpecVault {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVenafiCloudApiTokenSecretRef {
@@ -13561,7 +13708,7 @@ pub struct IssuerSpecVenafiCloudApiTokenSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVenafiCloud {
@@ -13581,7 +13728,7 @@ pub struct IssuerSpecVenafiCloud {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVenafiNgtsCredentialsRef {
@@ -13597,7 +13744,7 @@ pub struct IssuerSpecVenafiNgtsCredentialsRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVenafiNgts {
@@ -13635,7 +13782,7 @@ pub struct IssuerSpecVenafiNgts {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVenafiTppCaBundleSecretRef {
@@ -13657,7 +13804,7 @@ pub struct IssuerSpecVenafiTppCaBundleSecretRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVenafiTppCredentialsRef {
@@ -13673,7 +13820,7 @@ pub struct IssuerSpecVenafiTppCredentialsRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVenafiTpp {
@@ -13697,7 +13844,9 @@ pub struct IssuerSpecVenafiTpp {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub ca_bundle_secret_ref: ::std::option::Option<IssuerSpecVenafiTppCaBundleSecretRef>,
+    pub ca_bundle_secret_ref: ::std::option::Option<
+        IssuerSpecVenafiTppCaBundleSecretRef,
+    >,
     /// CredentialsRef is a reference to a Secret containing the CyberArk Certificate Manager Self-Hosted API credentials.
     /// The secret must contain the key 'access-token' for the Access Token Authentication,
     /// or two keys, 'username' and 'password' for the API Keys Authentication.
@@ -13715,7 +13864,7 @@ pub struct IssuerSpecVenafiTpp {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecVenafi {
@@ -13744,7 +13893,7 @@ pub struct IssuerSpecVenafi {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpec {
@@ -13782,7 +13931,7 @@ pub struct IssuerSpec {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerStatusAcme {
@@ -13817,7 +13966,7 @@ pub struct IssuerStatusAcme {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum IssuerStatusConditionsStatus {
     /// `True`
@@ -13861,11 +14010,16 @@ impl ::informer_runtime::reexports::serde::Serialize for IssuerStatusConditionsS
         serializer.serialize_str(self.as_str())
     }
 }
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerStatusConditionsStatus {
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for IssuerStatusConditionsStatus {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// IssuerCondition contains condition information for an Issuer.
@@ -13874,7 +14028,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerStatu
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerStatusConditions {
@@ -13918,7 +14072,7 @@ pub struct IssuerStatusConditions {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerStatus {
@@ -13942,14 +14096,13 @@ pub struct IssuerStatus {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct Issuer {
     /// Standard object metadata.
     #[serde(default)]
-    pub metadata:
-        ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// Desired state of the Issuer resource.
     #[serde()]
     pub spec: IssuerSpec,
@@ -13994,13 +14147,12 @@ impl ::informer_runtime::reexports::kube_core::Resource for Issuer {
     }
     fn meta(
         &self,
-    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta
-    {
+    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata
     }
     fn meta_mut(
         &mut self,
-    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta{
+    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &mut self.metadata
     }
 }

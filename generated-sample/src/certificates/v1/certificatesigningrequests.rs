@@ -2,11 +2,14 @@
 
 //! The informer and listers of `CertificateSigningRequest` (certificates.k8s.io/v1 `certificatesigningrequests`).
 /// The object type cached for `certificatesigningrequests` (certificates.k8s.io/v1).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 /// The group, version and resource of `CertificateSigningRequest` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
-    ::informer_runtime::Gvr::new("certificates.k8s.io", "v1", "certificatesigningrequests")
+    ::informer_runtime::Gvr::new(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+    )
 }
 /// Access to a factory's shared informer of `CertificateSigningRequest` objects (certificates.k8s.io/v1 `certificatesigningrequests`, cluster-scoped).
 #[derive(Clone, Copy)]
@@ -16,7 +19,9 @@ pub struct CertificateSigningRequestInformer<'f> {
 impl<'f> CertificateSigningRequestInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        CertificateSigningRequestInformer { factory }
+        CertificateSigningRequestInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `CertificateSigningRequest` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -31,10 +36,13 @@ impl<'f> CertificateSigningRequestInformer<'f> {
     /// A lister over the shared informer's cache.
     pub fn lister(
         &self,
-    ) -> ::std::result::Result<CertificateSigningRequestLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(CertificateSigningRequestLister::new(
-            self.informer()?.lister(),
-        ))
+    ) -> ::std::result::Result<
+        CertificateSigningRequestLister,
+        ::informer_runtime::Error,
+    > {
+        ::std::result::Result::Ok(
+            CertificateSigningRequestLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `CertificateSigningRequest` objects.
     pub fn metadata_informer(
@@ -56,7 +64,9 @@ pub struct CertificateSigningRequestLister {
 impl CertificateSigningRequestLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        CertificateSigningRequestLister { inner }
+        CertificateSigningRequestLister {
+            inner,
+        }
     }
     /// The cached `CertificateSigningRequest` objects whose labels match `selector`.
     pub fn list(
@@ -79,12 +89,15 @@ impl CertificateSigningRequestLister {
 }
 /// Registers `CertificateSigningRequest` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -16,6 +16,8 @@ impl<'f> Informers<'f> {
     pub fn certificatesigningrequests(
         &self,
     ) -> self::certificatesigningrequests::CertificateSigningRequestInformer<'f> {
-        self::certificatesigningrequests::CertificateSigningRequestInformer::new(self.factory)
+        self::certificatesigningrequests::CertificateSigningRequestInformer::new(
+            self.factory,
+        )
     }
 }

@@ -2,8 +2,7 @@
 
 //! The informer and listers of `ClusterTrustBundle` (certificates.k8s.io/v1beta1 `clustertrustbundles`).
 /// The object type cached for `clustertrustbundles` (certificates.k8s.io/v1beta1).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
 /// The group, version and resource of `ClusterTrustBundle` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
     ::informer_runtime::Gvr::new("certificates.k8s.io", "v1beta1", "clustertrustbundles")
@@ -16,7 +15,9 @@ pub struct ClusterTrustBundleInformer<'f> {
 impl<'f> ClusterTrustBundleInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        ClusterTrustBundleInformer { factory }
+        ClusterTrustBundleInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `ClusterTrustBundle` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -32,7 +33,9 @@ impl<'f> ClusterTrustBundleInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<ClusterTrustBundleLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(ClusterTrustBundleLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            ClusterTrustBundleLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `ClusterTrustBundle` objects.
     pub fn metadata_informer(
@@ -77,12 +80,15 @@ impl ClusterTrustBundleLister {
 }
 /// Registers `ClusterTrustBundle` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

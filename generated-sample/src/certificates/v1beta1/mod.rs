@@ -14,7 +14,9 @@ impl<'f> Informers<'f> {
         Informers { factory }
     }
     /// The shared informer of `ClusterTrustBundle` objects.
-    pub fn clustertrustbundles(&self) -> self::clustertrustbundles::ClusterTrustBundleInformer<'f> {
+    pub fn clustertrustbundles(
+        &self,
+    ) -> self::clustertrustbundles::ClusterTrustBundleInformer<'f> {
         self::clustertrustbundles::ClusterTrustBundleInformer::new(self.factory)
     }
     /// The shared informer of `PodCertificateRequest` objects.

@@ -2,11 +2,14 @@
 
 //! The informer and listers of `PodCertificateRequest` (certificates.k8s.io/v1beta1 `podcertificaterequests`).
 /// The object type cached for `podcertificaterequests` (certificates.k8s.io/v1beta1).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::certificates::v1beta1::PodCertificateRequest;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::certificates::v1beta1::PodCertificateRequest;
 /// The group, version and resource of `PodCertificateRequest` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
-    ::informer_runtime::Gvr::new("certificates.k8s.io", "v1beta1", "podcertificaterequests")
+    ::informer_runtime::Gvr::new(
+        "certificates.k8s.io",
+        "v1beta1",
+        "podcertificaterequests",
+    )
 }
 /// Access to a factory's shared informer of `PodCertificateRequest` objects (certificates.k8s.io/v1beta1 `podcertificaterequests`, namespaced).
 #[derive(Clone, Copy)]
@@ -16,7 +19,9 @@ pub struct PodCertificateRequestInformer<'f> {
 impl<'f> PodCertificateRequestInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        PodCertificateRequestInformer { factory }
+        PodCertificateRequestInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `PodCertificateRequest` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -32,7 +37,9 @@ impl<'f> PodCertificateRequestInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<PodCertificateRequestLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(PodCertificateRequestLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            PodCertificateRequestLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `PodCertificateRequest` objects.
     pub fn metadata_informer(
@@ -54,7 +61,9 @@ pub struct PodCertificateRequestLister {
 impl PodCertificateRequestLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        PodCertificateRequestLister { inner }
+        PodCertificateRequestLister {
+            inner,
+        }
     }
     /// The cached `PodCertificateRequest` objects of every namespace whose labels match `selector`.
     pub fn list(
@@ -64,7 +73,10 @@ impl PodCertificateRequestLister {
         self.inner.list(selector)
     }
     /// A lister over the `PodCertificateRequest` objects of `namespace`.
-    pub fn podcertificaterequests(&self, namespace: &str) -> PodCertificateRequestNamespaceLister {
+    pub fn podcertificaterequests(
+        &self,
+        namespace: &str,
+    ) -> PodCertificateRequestNamespaceLister {
         PodCertificateRequestNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -97,12 +109,15 @@ impl PodCertificateRequestNamespaceLister {
 }
 /// Registers `PodCertificateRequest` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

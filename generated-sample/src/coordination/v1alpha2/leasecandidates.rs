@@ -2,8 +2,7 @@
 
 //! The informer and listers of `LeaseCandidate` (coordination.k8s.io/v1alpha2 `leasecandidates`).
 /// The object type cached for `leasecandidates` (coordination.k8s.io/v1alpha2).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate;
 /// The group, version and resource of `LeaseCandidate` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
     ::informer_runtime::Gvr::new("coordination.k8s.io", "v1alpha2", "leasecandidates")
@@ -29,7 +28,9 @@ impl<'f> LeaseCandidateInformer<'f> {
         self.factory.informer_for::<Object>()
     }
     /// A lister over the shared informer's cache.
-    pub fn lister(&self) -> ::std::result::Result<LeaseCandidateLister, ::informer_runtime::Error> {
+    pub fn lister(
+        &self,
+    ) -> ::std::result::Result<LeaseCandidateLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(LeaseCandidateLister::new(self.informer()?.lister()))
     }
     /// The factory's shared informer caching only the metadata of `LeaseCandidate` objects.
@@ -95,12 +96,15 @@ impl LeaseCandidateNamespaceLister {
 }
 /// Registers `LeaseCandidate` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

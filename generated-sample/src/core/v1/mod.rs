@@ -28,7 +28,9 @@ impl<'f> Informers<'f> {
         Informers { factory }
     }
     /// The shared informer of `ComponentStatus` objects.
-    pub fn componentstatuses(&self) -> self::componentstatuses::ComponentStatusInformer<'f> {
+    pub fn componentstatuses(
+        &self,
+    ) -> self::componentstatuses::ComponentStatusInformer<'f> {
         self::componentstatuses::ComponentStatusInformer::new(self.factory)
     }
     /// The shared informer of `ConfigMap` objects.
@@ -62,7 +64,9 @@ impl<'f> Informers<'f> {
         self::persistentvolumeclaims::PersistentVolumeClaimInformer::new(self.factory)
     }
     /// The shared informer of `PersistentVolume` objects.
-    pub fn persistentvolumes(&self) -> self::persistentvolumes::PersistentVolumeInformer<'f> {
+    pub fn persistentvolumes(
+        &self,
+    ) -> self::persistentvolumes::PersistentVolumeInformer<'f> {
         self::persistentvolumes::PersistentVolumeInformer::new(self.factory)
     }
     /// The shared informer of `Pod` objects.

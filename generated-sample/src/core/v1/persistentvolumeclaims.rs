@@ -15,7 +15,9 @@ pub struct PersistentVolumeClaimInformer<'f> {
 impl<'f> PersistentVolumeClaimInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        PersistentVolumeClaimInformer { factory }
+        PersistentVolumeClaimInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `PersistentVolumeClaim` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -31,7 +33,9 @@ impl<'f> PersistentVolumeClaimInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<PersistentVolumeClaimLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(PersistentVolumeClaimLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            PersistentVolumeClaimLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `PersistentVolumeClaim` objects.
     pub fn metadata_informer(
@@ -53,7 +57,9 @@ pub struct PersistentVolumeClaimLister {
 impl PersistentVolumeClaimLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        PersistentVolumeClaimLister { inner }
+        PersistentVolumeClaimLister {
+            inner,
+        }
     }
     /// The cached `PersistentVolumeClaim` objects of every namespace whose labels match `selector`.
     pub fn list(
@@ -63,7 +69,10 @@ impl PersistentVolumeClaimLister {
         self.inner.list(selector)
     }
     /// A lister over the `PersistentVolumeClaim` objects of `namespace`.
-    pub fn persistentvolumeclaims(&self, namespace: &str) -> PersistentVolumeClaimNamespaceLister {
+    pub fn persistentvolumeclaims(
+        &self,
+        namespace: &str,
+    ) -> PersistentVolumeClaimNamespaceLister {
         PersistentVolumeClaimNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -96,12 +105,15 @@ impl PersistentVolumeClaimNamespaceLister {
 }
 /// Registers `PersistentVolumeClaim` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -15,7 +15,9 @@ pub struct PersistentVolumeInformer<'f> {
 impl<'f> PersistentVolumeInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        PersistentVolumeInformer { factory }
+        PersistentVolumeInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `PersistentVolume` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -76,12 +78,15 @@ impl PersistentVolumeLister {
 }
 /// Registers `PersistentVolume` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

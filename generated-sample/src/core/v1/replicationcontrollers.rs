@@ -15,7 +15,9 @@ pub struct ReplicationControllerInformer<'f> {
 impl<'f> ReplicationControllerInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        ReplicationControllerInformer { factory }
+        ReplicationControllerInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `ReplicationController` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -31,7 +33,9 @@ impl<'f> ReplicationControllerInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<ReplicationControllerLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(ReplicationControllerLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            ReplicationControllerLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `ReplicationController` objects.
     pub fn metadata_informer(
@@ -53,7 +57,9 @@ pub struct ReplicationControllerLister {
 impl ReplicationControllerLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        ReplicationControllerLister { inner }
+        ReplicationControllerLister {
+            inner,
+        }
     }
     /// The cached `ReplicationController` objects of every namespace whose labels match `selector`.
     pub fn list(
@@ -63,7 +69,10 @@ impl ReplicationControllerLister {
         self.inner.list(selector)
     }
     /// A lister over the `ReplicationController` objects of `namespace`.
-    pub fn replicationcontrollers(&self, namespace: &str) -> ReplicationControllerNamespaceLister {
+    pub fn replicationcontrollers(
+        &self,
+        namespace: &str,
+    ) -> ReplicationControllerNamespaceLister {
         ReplicationControllerNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -96,12 +105,15 @@ impl ReplicationControllerNamespaceLister {
 }
 /// Registers `ReplicationController` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

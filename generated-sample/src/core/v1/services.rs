@@ -28,7 +28,9 @@ impl<'f> ServiceInformer<'f> {
         self.factory.informer_for::<Object>()
     }
     /// A lister over the shared informer's cache.
-    pub fn lister(&self) -> ::std::result::Result<ServiceLister, ::informer_runtime::Error> {
+    pub fn lister(
+        &self,
+    ) -> ::std::result::Result<ServiceLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(ServiceLister::new(self.informer()?.lister()))
     }
     /// The factory's shared informer caching only the metadata of `Service` objects.
@@ -94,12 +96,15 @@ impl ServiceNamespaceLister {
 }
 /// Registers `Service` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -21,6 +21,8 @@ impl<'f> Informers<'f> {
     pub fn prioritylevelconfigurations(
         &self,
     ) -> self::prioritylevelconfigurations::PriorityLevelConfigurationInformer<'f> {
-        self::prioritylevelconfigurations::PriorityLevelConfigurationInformer::new(self.factory)
+        self::prioritylevelconfigurations::PriorityLevelConfigurationInformer::new(
+            self.factory,
+        )
     }
 }

@@ -2,8 +2,7 @@
 
 //! The informer and listers of `PriorityLevelConfiguration` (flowcontrol.apiserver.k8s.io/v1 `prioritylevelconfigurations`).
 /// The object type cached for `prioritylevelconfigurations` (flowcontrol.apiserver.k8s.io/v1).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration;
 /// The group, version and resource of `PriorityLevelConfiguration` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
     ::informer_runtime::Gvr::new(
@@ -20,7 +19,9 @@ pub struct PriorityLevelConfigurationInformer<'f> {
 impl<'f> PriorityLevelConfigurationInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        PriorityLevelConfigurationInformer { factory }
+        PriorityLevelConfigurationInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `PriorityLevelConfiguration` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -35,10 +36,13 @@ impl<'f> PriorityLevelConfigurationInformer<'f> {
     /// A lister over the shared informer's cache.
     pub fn lister(
         &self,
-    ) -> ::std::result::Result<PriorityLevelConfigurationLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(PriorityLevelConfigurationLister::new(
-            self.informer()?.lister(),
-        ))
+    ) -> ::std::result::Result<
+        PriorityLevelConfigurationLister,
+        ::informer_runtime::Error,
+    > {
+        ::std::result::Result::Ok(
+            PriorityLevelConfigurationLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `PriorityLevelConfiguration` objects.
     pub fn metadata_informer(
@@ -60,7 +64,9 @@ pub struct PriorityLevelConfigurationLister {
 impl PriorityLevelConfigurationLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        PriorityLevelConfigurationLister { inner }
+        PriorityLevelConfigurationLister {
+            inner,
+        }
     }
     /// The cached `PriorityLevelConfiguration` objects whose labels match `selector`.
     pub fn list(
@@ -83,12 +89,15 @@ impl PriorityLevelConfigurationLister {
 }
 /// Registers `PriorityLevelConfiguration` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

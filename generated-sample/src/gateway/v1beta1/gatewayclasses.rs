@@ -5,7 +5,11 @@
 pub type Object = super::GatewayClass;
 /// The group, version and resource of `GatewayClass` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
-    ::informer_runtime::Gvr::new("gateway.networking.k8s.io", "v1beta1", "gatewayclasses")
+    ::informer_runtime::Gvr::new(
+        "gateway.networking.k8s.io",
+        "v1beta1",
+        "gatewayclasses",
+    )
 }
 /// Access to a factory's shared informer of `GatewayClass` objects (gateway.networking.k8s.io/v1beta1 `gatewayclasses`, cluster-scoped).
 #[derive(Clone, Copy)]
@@ -28,7 +32,9 @@ impl<'f> GatewayClassInformer<'f> {
         self.factory.informer_for::<Object>()
     }
     /// A lister over the shared informer's cache.
-    pub fn lister(&self) -> ::std::result::Result<GatewayClassLister, ::informer_runtime::Error> {
+    pub fn lister(
+        &self,
+    ) -> ::std::result::Result<GatewayClassLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(GatewayClassLister::new(self.informer()?.lister()))
     }
     /// The factory's shared informer caching only the metadata of `GatewayClass` objects.
@@ -74,12 +80,15 @@ impl GatewayClassLister {
 }
 /// Registers `GatewayClass` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

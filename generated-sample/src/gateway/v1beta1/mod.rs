@@ -45,7 +45,7 @@ impl<'f> Informers<'f> {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassSpecParametersRef {
@@ -70,7 +70,7 @@ pub struct GatewayClassSpecParametersRef {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassSpec {
@@ -120,7 +120,7 @@ pub struct GatewayClassSpec {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum GatewayClassStatusConditionsStatus {
     /// `True`
@@ -156,7 +156,8 @@ impl ::std::convert::From<&str> for GatewayClassStatusConditionsStatus {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for GatewayClassStatusConditionsStatus {
+impl ::informer_runtime::reexports::serde::Serialize
+for GatewayClassStatusConditionsStatus {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -165,12 +166,15 @@ impl ::informer_runtime::reexports::serde::Serialize for GatewayClassStatusCondi
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for GatewayClassStatusConditionsStatus
-{
+for GatewayClassStatusConditionsStatus {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// Condition contains details for one aspect of the current state of this API Resource.
@@ -179,7 +183,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassStatusConditions {
@@ -219,7 +223,7 @@ pub struct GatewayClassStatusConditions {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassStatusSupportedFeatures {
@@ -239,7 +243,7 @@ pub struct GatewayClassStatusSupportedFeatures {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassStatus {
@@ -259,8 +263,9 @@ pub struct GatewayClassStatus {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub supported_features:
-        ::std::option::Option<::std::vec::Vec<GatewayClassStatusSupportedFeatures>>,
+    pub supported_features: ::std::option::Option<
+        ::std::vec::Vec<GatewayClassStatusSupportedFeatures>,
+    >,
 }
 /// GatewayClass describes a class of Gateways available to the user for creating
 /// Gateway resources.
@@ -285,14 +290,13 @@ pub struct GatewayClassStatus {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClass {
     /// Standard object metadata.
     #[serde(default)]
-    pub metadata:
-        ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// Spec defines the desired state of GatewayClass.
     #[serde()]
     pub spec: GatewayClassSpec,
@@ -342,13 +346,12 @@ impl ::informer_runtime::reexports::kube_core::Resource for GatewayClass {
     }
     fn meta(
         &self,
-    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta
-    {
+    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata
     }
     fn meta_mut(
         &mut self,
-    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta{
+    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &mut self.metadata
     }
 }
@@ -358,7 +361,7 @@ impl ::informer_runtime::reexports::kube_core::Resource for GatewayClass {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ReferenceGrantSpecFrom {
@@ -398,7 +401,7 @@ pub struct ReferenceGrantSpecFrom {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ReferenceGrantSpecTo {
@@ -428,7 +431,7 @@ pub struct ReferenceGrantSpecTo {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ReferenceGrantSpec {
@@ -471,14 +474,13 @@ pub struct ReferenceGrantSpec {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ReferenceGrant {
     /// Standard object metadata.
     #[serde(default)]
-    pub metadata:
-        ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// Spec defines the desired state of ReferenceGrant.
     #[serde()]
     pub spec: ReferenceGrantSpec,
@@ -517,13 +519,12 @@ impl ::informer_runtime::reexports::kube_core::Resource for ReferenceGrant {
     }
     fn meta(
         &self,
-    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta
-    {
+    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata
     }
     fn meta_mut(
         &mut self,
-    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta{
+    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &mut self.metadata
     }
 }

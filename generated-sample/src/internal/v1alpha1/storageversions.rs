@@ -2,11 +2,14 @@
 
 //! The informer and listers of `StorageVersion` (internal.apiserver.k8s.io/v1alpha1 `storageversions`).
 /// The object type cached for `storageversions` (internal.apiserver.k8s.io/v1alpha1).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion;
 /// The group, version and resource of `StorageVersion` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
-    ::informer_runtime::Gvr::new("internal.apiserver.k8s.io", "v1alpha1", "storageversions")
+    ::informer_runtime::Gvr::new(
+        "internal.apiserver.k8s.io",
+        "v1alpha1",
+        "storageversions",
+    )
 }
 /// Access to a factory's shared informer of `StorageVersion` objects (internal.apiserver.k8s.io/v1alpha1 `storageversions`, cluster-scoped).
 #[derive(Clone, Copy)]
@@ -29,7 +32,9 @@ impl<'f> StorageVersionInformer<'f> {
         self.factory.informer_for::<Object>()
     }
     /// A lister over the shared informer's cache.
-    pub fn lister(&self) -> ::std::result::Result<StorageVersionLister, ::informer_runtime::Error> {
+    pub fn lister(
+        &self,
+    ) -> ::std::result::Result<StorageVersionLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(StorageVersionLister::new(self.informer()?.lister()))
     }
     /// The factory's shared informer caching only the metadata of `StorageVersion` objects.
@@ -75,12 +80,15 @@ impl StorageVersionLister {
 }
 /// Registers `StorageVersion` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

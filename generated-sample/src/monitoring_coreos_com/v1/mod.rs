@@ -26,7 +26,7 @@ impl<'f> Informers<'f> {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecAttachMetadata {
@@ -48,7 +48,7 @@ pub struct ServiceMonitorSpecAttachMetadata {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsAuthorizationCredentials {
@@ -77,13 +77,15 @@ pub struct ServiceMonitorSpecEndpointsAuthorizationCredentials {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsAuthorization {
     /// credentials defines a key of a Secret in the namespace that contains the credentials for authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub credentials: ::std::option::Option<ServiceMonitorSpecEndpointsAuthorizationCredentials>,
+    pub credentials: ::std::option::Option<
+        ServiceMonitorSpecEndpointsAuthorizationCredentials,
+    >,
     /// type defines the authentication type. The value is case-insensitive.
     ///
     /// "Basic" is not a supported value.
@@ -99,7 +101,7 @@ pub struct ServiceMonitorSpecEndpointsAuthorization {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsBasicAuthPassword {
@@ -126,7 +128,7 @@ pub struct ServiceMonitorSpecEndpointsBasicAuthPassword {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsBasicAuthUsername {
@@ -155,7 +157,7 @@ pub struct ServiceMonitorSpecEndpointsBasicAuthUsername {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsBasicAuth {
@@ -181,7 +183,7 @@ pub struct ServiceMonitorSpecEndpointsBasicAuth {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsBearerTokenSecret {
@@ -216,7 +218,7 @@ pub struct ServiceMonitorSpecEndpointsBearerTokenSecret {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecEndpointsMetricRelabelingsAction {
     /// `replace`
@@ -329,8 +331,7 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsMetricRelabelings
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ServiceMonitorSpecEndpointsMetricRelabelingsAction
-{
+for ServiceMonitorSpecEndpointsMetricRelabelingsAction {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -339,12 +340,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecEndpointsMetricRelabelingsAction
-{
+for ServiceMonitorSpecEndpointsMetricRelabelingsAction {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// RelabelConfig allows dynamic rewriting of the label set for targets, alerts,
@@ -356,7 +360,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsMetricRelabelings {
@@ -369,7 +373,9 @@ pub struct ServiceMonitorSpecEndpointsMetricRelabelings {
     ///
     /// Default (applied by the server): `"replace"`.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub action: ::std::option::Option<ServiceMonitorSpecEndpointsMetricRelabelingsAction>,
+    pub action: ::std::option::Option<
+        ServiceMonitorSpecEndpointsMetricRelabelingsAction,
+    >,
     /// modulus to take of the hash of the source label values.
     ///
     /// Only applicable when the action is `HashMod`.
@@ -415,7 +421,7 @@ pub struct ServiceMonitorSpecEndpointsMetricRelabelings {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
@@ -441,7 +447,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
@@ -468,7 +474,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ClientId {
@@ -478,7 +484,9 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientId {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub config_map: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap>,
+    pub config_map: ::std::option::Option<
+        ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap,
+    >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2ClientIdSecret>,
@@ -490,7 +498,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientId {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ClientSecret {
@@ -516,7 +524,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientSecret {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
@@ -542,7 +550,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
@@ -568,7 +576,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
@@ -594,7 +602,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
@@ -604,10 +612,14 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub config_map: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap>,
+    pub config_map: ::std::option::Option<
+        ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap,
+    >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub secret: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret>,
+    pub secret: ::std::option::Option<
+        ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret,
+    >,
 }
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
@@ -615,7 +627,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
@@ -641,7 +653,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
@@ -667,7 +679,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
@@ -677,10 +689,14 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub config_map: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap>,
+    pub config_map: ::std::option::Option<
+        ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap,
+    >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub secret: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret>,
+    pub secret: ::std::option::Option<
+        ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret,
+    >,
 }
 /// keySecret defines the Secret containing the client key file for the targets.
 #[derive(
@@ -688,7 +704,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
@@ -718,7 +734,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
     /// `TLS10`
@@ -753,14 +769,14 @@ impl ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
         }
     }
 }
-impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
+impl ::std::convert::From<&str>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
     fn from(s: &str) -> Self {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion
-{
+for ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -769,12 +785,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion
-{
+for ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// minVersion defines the minimum acceptable TLS version.
@@ -787,7 +806,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
     /// `TLS10`
@@ -822,14 +841,14 @@ impl ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
         }
     }
 }
-impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
+impl ::std::convert::From<&str>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
     fn from(s: &str) -> Self {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion
-{
+for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -838,12 +857,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion
-{
+for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// tlsConfig defines the TLS configuration to use when connecting to the OAuth2 server.
@@ -853,7 +875,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
@@ -876,7 +898,9 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub key_secret: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret>,
+    pub key_secret: ::std::option::Option<
+        ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret,
+    >,
     /// maxVersion defines the maximum acceptable TLS version.
     ///
     /// It requires Prometheus >= v2.41.0 or Thanos >= v0.31.0.
@@ -885,7 +909,9 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub max_version: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion>,
+    pub max_version: ::std::option::Option<
+        ServiceMonitorSpecEndpointsOauth2TlsConfigMaxVersion,
+    >,
     /// minVersion defines the minimum acceptable TLS version.
     ///
     /// It requires Prometheus >= v2.35.0 or Thanos >= v0.28.0.
@@ -894,7 +920,9 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub min_version: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion>,
+    pub min_version: ::std::option::Option<
+        ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion,
+    >,
     /// serverName is used to verify the hostname for the targets.
     #[serde(
         rename = "serverName",
@@ -913,7 +941,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2 {
@@ -998,7 +1026,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
@@ -1033,7 +1061,7 @@ pub struct ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecEndpointsRelabelingsAction {
     /// `replace`
@@ -1146,8 +1174,7 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsRelabelingsAction
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ServiceMonitorSpecEndpointsRelabelingsAction
-{
+for ServiceMonitorSpecEndpointsRelabelingsAction {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -1156,12 +1183,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecEndpointsRelabelingsAction
-{
+for ServiceMonitorSpecEndpointsRelabelingsAction {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// RelabelConfig allows dynamic rewriting of the label set for targets, alerts,
@@ -1173,7 +1203,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsRelabelings {
@@ -1234,7 +1264,7 @@ pub struct ServiceMonitorSpecEndpointsRelabelings {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecEndpointsScheme {
     /// `http`
@@ -1274,7 +1304,8 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsScheme {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecEndpointsScheme {
+impl ::informer_runtime::reexports::serde::Serialize
+for ServiceMonitorSpecEndpointsScheme {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -1283,12 +1314,15 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecEndpo
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecEndpointsScheme
-{
+for ServiceMonitorSpecEndpointsScheme {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// configMap defines the ConfigMap containing data to use for the targets.
@@ -1297,7 +1331,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
@@ -1323,7 +1357,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCaSecret {
@@ -1349,7 +1383,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCaSecret {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCa {
@@ -1359,7 +1393,9 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCa {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub config_map: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigCaConfigMap>,
+    pub config_map: ::std::option::Option<
+        ServiceMonitorSpecEndpointsTlsConfigCaConfigMap,
+    >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigCaSecret>,
@@ -1370,7 +1406,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCa {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
@@ -1396,7 +1432,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCertSecret {
@@ -1422,7 +1458,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCertSecret {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCert {
@@ -1432,7 +1468,9 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCert {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub config_map: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigCertConfigMap>,
+    pub config_map: ::std::option::Option<
+        ServiceMonitorSpecEndpointsTlsConfigCertConfigMap,
+    >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigCertSecret>,
@@ -1443,7 +1481,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCert {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigKeySecret {
@@ -1473,7 +1511,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigKeySecret {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecEndpointsTlsConfigMaxVersion {
     /// `TLS10`
@@ -1514,8 +1552,7 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsTlsConfigMaxVersi
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ServiceMonitorSpecEndpointsTlsConfigMaxVersion
-{
+for ServiceMonitorSpecEndpointsTlsConfigMaxVersion {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -1524,12 +1561,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecEndpointsTlsConfigMaxVersion
-{
+for ServiceMonitorSpecEndpointsTlsConfigMaxVersion {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// minVersion defines the minimum acceptable TLS version.
@@ -1542,7 +1582,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecEndpointsTlsConfigMinVersion {
     /// `TLS10`
@@ -1583,8 +1623,7 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecEndpointsTlsConfigMinVersi
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ServiceMonitorSpecEndpointsTlsConfigMinVersion
-{
+for ServiceMonitorSpecEndpointsTlsConfigMinVersion {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -1593,12 +1632,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecEndpointsTlsConfigMinVersion
-{
+for ServiceMonitorSpecEndpointsTlsConfigMinVersion {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// tlsConfig defines TLS configuration used by the client.
@@ -1607,7 +1649,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfig {
@@ -1660,7 +1702,9 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub max_version: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigMaxVersion>,
+    pub max_version: ::std::option::Option<
+        ServiceMonitorSpecEndpointsTlsConfigMaxVersion,
+    >,
     /// minVersion defines the minimum acceptable TLS version.
     ///
     /// It requires Prometheus >= v2.35.0 or Thanos >= v0.28.0.
@@ -1669,7 +1713,9 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub min_version: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigMinVersion>,
+    pub min_version: ::std::option::Option<
+        ServiceMonitorSpecEndpointsTlsConfigMinVersion,
+    >,
     /// serverName is used to verify the hostname for the targets.
     #[serde(
         rename = "serverName",
@@ -1685,7 +1731,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpoints {
@@ -1727,7 +1773,9 @@ pub struct ServiceMonitorSpecEndpoints {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub bearer_token_secret: ::std::option::Option<ServiceMonitorSpecEndpointsBearerTokenSecret>,
+    pub bearer_token_secret: ::std::option::Option<
+        ServiceMonitorSpecEndpointsBearerTokenSecret,
+    >,
     /// enableHttp2 can be used to disable HTTP2.
     #[serde(
         rename = "enableHttp2",
@@ -1783,8 +1831,9 @@ pub struct ServiceMonitorSpecEndpoints {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub metric_relabelings:
-        ::std::option::Option<::std::vec::Vec<ServiceMonitorSpecEndpointsMetricRelabelings>>,
+    pub metric_relabelings: ::std::option::Option<
+        ::std::vec::Vec<ServiceMonitorSpecEndpointsMetricRelabelings>,
+    >,
     /// noProxy defines a comma-separated string that can contain IPs, CIDR notation, domain names
     /// that should be excluded from proxying. IP and domain names can
     /// contain port numbers.
@@ -1806,7 +1855,10 @@ pub struct ServiceMonitorSpecEndpoints {
     /// params define optional HTTP URL parameters.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub params: ::std::option::Option<
-        ::std::collections::BTreeMap<::std::string::String, ::std::vec::Vec<::std::string::String>>,
+        ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::vec::Vec<::std::string::String>,
+        >,
     >,
     /// path defines the HTTP path from which to scrape for metrics.
     ///
@@ -1859,7 +1911,9 @@ pub struct ServiceMonitorSpecEndpoints {
     ///
     /// More info: https://prometheus.io/docs/prometheus/latest/configuration/configuration/#relabel_config
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub relabelings: ::std::option::Option<::std::vec::Vec<ServiceMonitorSpecEndpointsRelabelings>>,
+    pub relabelings: ::std::option::Option<
+        ::std::vec::Vec<ServiceMonitorSpecEndpointsRelabelings>,
+    >,
     /// scheme defines the HTTP scheme to use when scraping the metrics.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub scheme: ::std::option::Option<ServiceMonitorSpecEndpointsScheme>,
@@ -1915,7 +1969,7 @@ pub struct ServiceMonitorSpecEndpoints {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecFallbackScrapeProtocol {
     /// `PrometheusProto`
@@ -1946,8 +2000,12 @@ impl ServiceMonitorSpecFallbackScrapeProtocol {
     fn known(s: &str) -> ::std::option::Option<Self> {
         match s {
             "PrometheusProto" => ::std::option::Option::Some(Self::PrometheusProto),
-            "OpenMetricsText0.0.1" => ::std::option::Option::Some(Self::OpenMetricsText001),
-            "OpenMetricsText1.0.0" => ::std::option::Option::Some(Self::OpenMetricsText100),
+            "OpenMetricsText0.0.1" => {
+                ::std::option::Option::Some(Self::OpenMetricsText001)
+            }
+            "OpenMetricsText1.0.0" => {
+                ::std::option::Option::Some(Self::OpenMetricsText100)
+            }
             "PrometheusText0.0.4" => ::std::option::Option::Some(Self::PrometheusText004),
             "PrometheusText1.0.0" => ::std::option::Option::Some(Self::PrometheusText100),
             _ => ::std::option::Option::None,
@@ -1959,7 +2017,8 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecFallbackScrapeProtocol {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecFallbackScrapeProtocol {
+impl ::informer_runtime::reexports::serde::Serialize
+for ServiceMonitorSpecFallbackScrapeProtocol {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -1968,12 +2027,15 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecFallb
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecFallbackScrapeProtocol
-{
+for ServiceMonitorSpecFallbackScrapeProtocol {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// namespaceSelector defines in which namespace(s) Prometheus should discover the services.
@@ -1983,7 +2045,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecNamespaceSelector {
@@ -2013,7 +2075,7 @@ pub struct ServiceMonitorSpecNamespaceSelector {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecScrapeProtocols {
     /// `PrometheusProto`
@@ -2044,8 +2106,12 @@ impl ServiceMonitorSpecScrapeProtocols {
     fn known(s: &str) -> ::std::option::Option<Self> {
         match s {
             "PrometheusProto" => ::std::option::Option::Some(Self::PrometheusProto),
-            "OpenMetricsText0.0.1" => ::std::option::Option::Some(Self::OpenMetricsText001),
-            "OpenMetricsText1.0.0" => ::std::option::Option::Some(Self::OpenMetricsText100),
+            "OpenMetricsText0.0.1" => {
+                ::std::option::Option::Some(Self::OpenMetricsText001)
+            }
+            "OpenMetricsText1.0.0" => {
+                ::std::option::Option::Some(Self::OpenMetricsText100)
+            }
             "PrometheusText0.0.4" => ::std::option::Option::Some(Self::PrometheusText004),
             "PrometheusText1.0.0" => ::std::option::Option::Some(Self::PrometheusText100),
             _ => ::std::option::Option::None,
@@ -2057,7 +2123,8 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecScrapeProtocols {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecScrapeProtocols {
+impl ::informer_runtime::reexports::serde::Serialize
+for ServiceMonitorSpecScrapeProtocols {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2066,12 +2133,15 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecScrap
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecScrapeProtocols
-{
+for ServiceMonitorSpecScrapeProtocols {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// A label selector requirement is a selector that contains values, a key, and an operator that
@@ -2081,7 +2151,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecSelectorMatchExpressions {
@@ -2105,7 +2175,7 @@ pub struct ServiceMonitorSpecSelectorMatchExpressions {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecSelector {
@@ -2115,8 +2185,9 @@ pub struct ServiceMonitorSpecSelector {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub match_expressions:
-        ::std::option::Option<::std::vec::Vec<ServiceMonitorSpecSelectorMatchExpressions>>,
+    pub match_expressions: ::std::option::Option<
+        ::std::vec::Vec<ServiceMonitorSpecSelectorMatchExpressions>,
+    >,
     /// matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels
     /// map is equivalent to an element of matchExpressions, whose key field is "key", the
     /// operator is "In", and the values array contains only "value". The requirements are ANDed.
@@ -2142,7 +2213,7 @@ pub struct ServiceMonitorSpecSelector {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecSelectorMechanism {
     /// `RelabelConfig`
@@ -2174,7 +2245,8 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecSelectorMechanism {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecSelectorMechanism {
+impl ::informer_runtime::reexports::serde::Serialize
+for ServiceMonitorSpecSelectorMechanism {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2183,12 +2255,15 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecSelec
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecSelectorMechanism
-{
+for ServiceMonitorSpecSelectorMechanism {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// serviceDiscoveryRole defines the service discovery role used to discover targets.
@@ -2203,7 +2278,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorSpecServiceDiscoveryRole {
     /// `Endpoints`
@@ -2235,7 +2310,8 @@ impl ::std::convert::From<&str> for ServiceMonitorSpecServiceDiscoveryRole {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecServiceDiscoveryRole {
+impl ::informer_runtime::reexports::serde::Serialize
+for ServiceMonitorSpecServiceDiscoveryRole {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2244,12 +2320,15 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorSpecServi
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorSpecServiceDiscoveryRole
-{
+for ServiceMonitorSpecServiceDiscoveryRole {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// spec defines the specification of desired Service selection for target discovery by
@@ -2259,7 +2338,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpec {
@@ -2304,7 +2383,9 @@ pub struct ServiceMonitorSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub fallback_scrape_protocol: ::std::option::Option<ServiceMonitorSpecFallbackScrapeProtocol>,
+    pub fallback_scrape_protocol: ::std::option::Option<
+        ServiceMonitorSpecFallbackScrapeProtocol,
+    >,
     /// jobLabel selects the label from the associated Kubernetes `Service`
     /// object which will be used as the `job` label for all metrics.
     ///
@@ -2438,7 +2519,9 @@ pub struct ServiceMonitorSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub scrape_protocols: ::std::option::Option<::std::vec::Vec<ServiceMonitorSpecScrapeProtocols>>,
+    pub scrape_protocols: ::std::option::Option<
+        ::std::vec::Vec<ServiceMonitorSpecScrapeProtocols>,
+    >,
     /// selector defines the label selector to select the Kubernetes `Endpoints` objects to scrape metrics from.
     #[serde()]
     pub selector: ServiceMonitorSpecSelector,
@@ -2464,7 +2547,9 @@ pub struct ServiceMonitorSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub service_discovery_role: ::std::option::Option<ServiceMonitorSpecServiceDiscoveryRole>,
+    pub service_discovery_role: ::std::option::Option<
+        ServiceMonitorSpecServiceDiscoveryRole,
+    >,
     /// targetLabels defines the labels which are transferred from the
     /// associated Kubernetes `Service` object onto the ingested metrics.
     #[serde(
@@ -2491,7 +2576,7 @@ pub struct ServiceMonitorSpec {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorStatusBindingsConditionsType {
     /// `Accepted`
@@ -2520,8 +2605,7 @@ impl ::std::convert::From<&str> for ServiceMonitorStatusBindingsConditionsType {
     }
 }
 impl ::informer_runtime::reexports::serde::Serialize
-    for ServiceMonitorStatusBindingsConditionsType
-{
+for ServiceMonitorStatusBindingsConditionsType {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2530,12 +2614,15 @@ impl ::informer_runtime::reexports::serde::Serialize
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorStatusBindingsConditionsType
-{
+for ServiceMonitorStatusBindingsConditionsType {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// ConfigResourceCondition describes the status of configuration resources linked to Prometheus, PrometheusAgent, Alertmanager or ThanosRuler.
@@ -2544,7 +2631,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorStatusBindingsConditions {
@@ -2583,7 +2670,7 @@ pub struct ServiceMonitorStatusBindingsConditions {
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorStatusBindingsGroup {
     /// `monitoring.coreos.com`
@@ -2601,7 +2688,9 @@ impl ServiceMonitorStatusBindingsGroup {
     }
     fn known(s: &str) -> ::std::option::Option<Self> {
         match s {
-            "monitoring.coreos.com" => ::std::option::Option::Some(Self::MonitoringCoreosCom),
+            "monitoring.coreos.com" => {
+                ::std::option::Option::Some(Self::MonitoringCoreosCom)
+            }
             _ => ::std::option::Option::None,
         }
     }
@@ -2611,7 +2700,8 @@ impl ::std::convert::From<&str> for ServiceMonitorStatusBindingsGroup {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorStatusBindingsGroup {
+impl ::informer_runtime::reexports::serde::Serialize
+for ServiceMonitorStatusBindingsGroup {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2620,12 +2710,15 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorStatusBin
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorStatusBindingsGroup
-{
+for ServiceMonitorStatusBindingsGroup {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// resource defines the type of resource being referenced (e.g. Prometheus, PrometheusAgent, ThanosRuler or Alertmanager).
@@ -2636,7 +2729,7 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::cmp::Eq,
     ::std::hash::Hash,
     ::std::cmp::PartialOrd,
-    ::std::cmp::Ord,
+    ::std::cmp::Ord
 )]
 pub enum ServiceMonitorStatusBindingsResource {
     /// `prometheuses`
@@ -2676,7 +2769,8 @@ impl ::std::convert::From<&str> for ServiceMonitorStatusBindingsResource {
         Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
     }
 }
-impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorStatusBindingsResource {
+impl ::informer_runtime::reexports::serde::Serialize
+for ServiceMonitorStatusBindingsResource {
     fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(
         &self,
         serializer: S,
@@ -2685,12 +2779,15 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitorStatusBin
     }
 }
 impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-    for ServiceMonitorStatusBindingsResource
-{
+for ServiceMonitorStatusBindingsResource {
     fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+        ::informer_runtime::codegen::deserialize_str_enum(
+            deserializer,
+            Self::known,
+            Self::Other,
+        )
     }
 }
 /// WorkloadBinding is a link between a configuration resource and a workload resource.
@@ -2699,13 +2796,15 @@ impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorStatusBindings {
     /// conditions defines the current state of the configuration resource when bound to the referenced Workload object.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub conditions: ::std::option::Option<::std::vec::Vec<ServiceMonitorStatusBindingsConditions>>,
+    pub conditions: ::std::option::Option<
+        ::std::vec::Vec<ServiceMonitorStatusBindingsConditions>,
+    >,
     /// group defines the group of the referenced resource.
     #[serde()]
     pub group: ServiceMonitorStatusBindingsGroup,
@@ -2730,7 +2829,7 @@ pub struct ServiceMonitorStatusBindings {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorStatus {
@@ -2752,14 +2851,13 @@ pub struct ServiceMonitorStatus {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize,
+    ::informer_runtime::reexports::serde::Deserialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitor {
     /// Standard object metadata.
     #[serde(default)]
-    pub metadata:
-        ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// spec defines the specification of desired Service selection for target discovery by
     /// Prometheus.
     #[serde()]
@@ -2810,13 +2908,12 @@ impl ::informer_runtime::reexports::kube_core::Resource for ServiceMonitor {
     }
     fn meta(
         &self,
-    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta
-    {
+    ) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.metadata
     }
     fn meta_mut(
         &mut self,
-    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta{
+    ) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &mut self.metadata
     }
 }

@@ -15,7 +15,9 @@ pub struct PodDisruptionBudgetInformer<'f> {
 impl<'f> PodDisruptionBudgetInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        PodDisruptionBudgetInformer { factory }
+        PodDisruptionBudgetInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `PodDisruptionBudget` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -31,7 +33,9 @@ impl<'f> PodDisruptionBudgetInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<PodDisruptionBudgetLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(PodDisruptionBudgetLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            PodDisruptionBudgetLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `PodDisruptionBudget` objects.
     pub fn metadata_informer(
@@ -63,7 +67,10 @@ impl PodDisruptionBudgetLister {
         self.inner.list(selector)
     }
     /// A lister over the `PodDisruptionBudget` objects of `namespace`.
-    pub fn poddisruptionbudgets(&self, namespace: &str) -> PodDisruptionBudgetNamespaceLister {
+    pub fn poddisruptionbudgets(
+        &self,
+        namespace: &str,
+    ) -> PodDisruptionBudgetNamespaceLister {
         PodDisruptionBudgetNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -96,12 +103,15 @@ impl PodDisruptionBudgetNamespaceLister {
 }
 /// Registers `PodDisruptionBudget` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -5,7 +5,11 @@
 pub type Object = ::informer_runtime::reexports::k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 /// The group, version and resource of `ClusterRoleBinding` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
-    ::informer_runtime::Gvr::new("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+    ::informer_runtime::Gvr::new(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+    )
 }
 /// Access to a factory's shared informer of `ClusterRoleBinding` objects (rbac.authorization.k8s.io/v1 `clusterrolebindings`, cluster-scoped).
 #[derive(Clone, Copy)]
@@ -15,7 +19,9 @@ pub struct ClusterRoleBindingInformer<'f> {
 impl<'f> ClusterRoleBindingInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        ClusterRoleBindingInformer { factory }
+        ClusterRoleBindingInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `ClusterRoleBinding` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -31,7 +37,9 @@ impl<'f> ClusterRoleBindingInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<ClusterRoleBindingLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(ClusterRoleBindingLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            ClusterRoleBindingLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `ClusterRoleBinding` objects.
     pub fn metadata_informer(
@@ -76,12 +84,15 @@ impl ClusterRoleBindingLister {
 }
 /// Registers `ClusterRoleBinding` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -16,7 +16,9 @@ impl<'f> Informers<'f> {
         Informers { factory }
     }
     /// The shared informer of `ClusterRoleBinding` objects.
-    pub fn clusterrolebindings(&self) -> self::clusterrolebindings::ClusterRoleBindingInformer<'f> {
+    pub fn clusterrolebindings(
+        &self,
+    ) -> self::clusterrolebindings::ClusterRoleBindingInformer<'f> {
         self::clusterrolebindings::ClusterRoleBindingInformer::new(self.factory)
     }
     /// The shared informer of `ClusterRole` objects.

@@ -2,8 +2,7 @@
 
 //! The informer and listers of `DeviceTaintRule` (resource.k8s.io/v1alpha3 `devicetaintrules`).
 /// The object type cached for `devicetaintrules` (resource.k8s.io/v1alpha3).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::resource::v1alpha3::DeviceTaintRule;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::resource::v1alpha3::DeviceTaintRule;
 /// The group, version and resource of `DeviceTaintRule` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
     ::informer_runtime::Gvr::new("resource.k8s.io", "v1alpha3", "devicetaintrules")
@@ -77,12 +76,15 @@ impl DeviceTaintRuleLister {
 }
 /// Registers `DeviceTaintRule` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -13,7 +13,9 @@ impl<'f> Informers<'f> {
         Informers { factory }
     }
     /// The shared informer of `DeviceTaintRule` objects.
-    pub fn devicetaintrules(&self) -> self::devicetaintrules::DeviceTaintRuleInformer<'f> {
+    pub fn devicetaintrules(
+        &self,
+    ) -> self::devicetaintrules::DeviceTaintRuleInformer<'f> {
         self::devicetaintrules::DeviceTaintRuleInformer::new(self.factory)
     }
 }

@@ -28,7 +28,9 @@ impl<'f> DeviceClassInformer<'f> {
         self.factory.informer_for::<Object>()
     }
     /// A lister over the shared informer's cache.
-    pub fn lister(&self) -> ::std::result::Result<DeviceClassLister, ::informer_runtime::Error> {
+    pub fn lister(
+        &self,
+    ) -> ::std::result::Result<DeviceClassLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(DeviceClassLister::new(self.informer()?.lister()))
     }
     /// The factory's shared informer caching only the metadata of `DeviceClass` objects.
@@ -74,12 +76,15 @@ impl DeviceClassLister {
 }
 /// Registers `DeviceClass` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

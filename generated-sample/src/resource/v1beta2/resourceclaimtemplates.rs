@@ -2,8 +2,7 @@
 
 //! The informer and listers of `ResourceClaimTemplate` (resource.k8s.io/v1beta2 `resourceclaimtemplates`).
 /// The object type cached for `resourceclaimtemplates` (resource.k8s.io/v1beta2).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate;
 /// The group, version and resource of `ResourceClaimTemplate` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
     ::informer_runtime::Gvr::new("resource.k8s.io", "v1beta2", "resourceclaimtemplates")
@@ -16,7 +15,9 @@ pub struct ResourceClaimTemplateInformer<'f> {
 impl<'f> ResourceClaimTemplateInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        ResourceClaimTemplateInformer { factory }
+        ResourceClaimTemplateInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `ResourceClaimTemplate` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -32,7 +33,9 @@ impl<'f> ResourceClaimTemplateInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<ResourceClaimTemplateLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(ResourceClaimTemplateLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            ResourceClaimTemplateLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `ResourceClaimTemplate` objects.
     pub fn metadata_informer(
@@ -54,7 +57,9 @@ pub struct ResourceClaimTemplateLister {
 impl ResourceClaimTemplateLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        ResourceClaimTemplateLister { inner }
+        ResourceClaimTemplateLister {
+            inner,
+        }
     }
     /// The cached `ResourceClaimTemplate` objects of every namespace whose labels match `selector`.
     pub fn list(
@@ -64,7 +69,10 @@ impl ResourceClaimTemplateLister {
         self.inner.list(selector)
     }
     /// A lister over the `ResourceClaimTemplate` objects of `namespace`.
-    pub fn resourceclaimtemplates(&self, namespace: &str) -> ResourceClaimTemplateNamespaceLister {
+    pub fn resourceclaimtemplates(
+        &self,
+        namespace: &str,
+    ) -> ResourceClaimTemplateNamespaceLister {
         ResourceClaimTemplateNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -97,12 +105,15 @@ impl ResourceClaimTemplateNamespaceLister {
 }
 /// Registers `ResourceClaimTemplate` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -15,7 +15,9 @@ pub struct CSIStorageCapacityInformer<'f> {
 impl<'f> CSIStorageCapacityInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        CSIStorageCapacityInformer { factory }
+        CSIStorageCapacityInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `CSIStorageCapacity` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -31,7 +33,9 @@ impl<'f> CSIStorageCapacityInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<CSIStorageCapacityLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(CSIStorageCapacityLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            CSIStorageCapacityLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `CSIStorageCapacity` objects.
     pub fn metadata_informer(
@@ -63,7 +67,10 @@ impl CSIStorageCapacityLister {
         self.inner.list(selector)
     }
     /// A lister over the `CSIStorageCapacity` objects of `namespace`.
-    pub fn csistoragecapacities(&self, namespace: &str) -> CSIStorageCapacityNamespaceLister {
+    pub fn csistoragecapacities(
+        &self,
+        namespace: &str,
+    ) -> CSIStorageCapacityNamespaceLister {
         CSIStorageCapacityNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -96,12 +103,15 @@ impl CSIStorageCapacityNamespaceLister {
 }
 /// Registers `CSIStorageCapacity` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -36,7 +36,9 @@ impl<'f> Informers<'f> {
         self::storageclasses::StorageClassInformer::new(self.factory)
     }
     /// The shared informer of `VolumeAttachment` objects.
-    pub fn volumeattachments(&self) -> self::volumeattachments::VolumeAttachmentInformer<'f> {
+    pub fn volumeattachments(
+        &self,
+    ) -> self::volumeattachments::VolumeAttachmentInformer<'f> {
         self::volumeattachments::VolumeAttachmentInformer::new(self.factory)
     }
     /// The shared informer of `VolumeAttributesClass` objects.

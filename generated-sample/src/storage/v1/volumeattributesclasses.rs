@@ -2,8 +2,7 @@
 
 //! The informer and listers of `VolumeAttributesClass` (storage.k8s.io/v1 `volumeattributesclasses`).
 /// The object type cached for `volumeattributesclasses` (storage.k8s.io/v1).
-pub type Object =
-    ::informer_runtime::reexports::k8s_openapi::api::storage::v1::VolumeAttributesClass;
+pub type Object = ::informer_runtime::reexports::k8s_openapi::api::storage::v1::VolumeAttributesClass;
 /// The group, version and resource of `VolumeAttributesClass` objects.
 pub fn gvr() -> ::informer_runtime::Gvr {
     ::informer_runtime::Gvr::new("storage.k8s.io", "v1", "volumeattributesclasses")
@@ -16,7 +15,9 @@ pub struct VolumeAttributesClassInformer<'f> {
 impl<'f> VolumeAttributesClassInformer<'f> {
     /// Access through `factory`.
     pub fn new(factory: &'f ::informer_runtime::SharedInformerFactory) -> Self {
-        VolumeAttributesClassInformer { factory }
+        VolumeAttributesClassInformer {
+            factory,
+        }
     }
     /// The factory's one shared informer of `VolumeAttributesClass` objects, created on first use. Fails only
     /// after the factory was shut down.
@@ -32,7 +33,9 @@ impl<'f> VolumeAttributesClassInformer<'f> {
     pub fn lister(
         &self,
     ) -> ::std::result::Result<VolumeAttributesClassLister, ::informer_runtime::Error> {
-        ::std::result::Result::Ok(VolumeAttributesClassLister::new(self.informer()?.lister()))
+        ::std::result::Result::Ok(
+            VolumeAttributesClassLister::new(self.informer()?.lister()),
+        )
     }
     /// The factory's shared informer caching only the metadata of `VolumeAttributesClass` objects.
     pub fn metadata_informer(
@@ -54,7 +57,9 @@ pub struct VolumeAttributesClassLister {
 impl VolumeAttributesClassLister {
     /// A typed lister over `inner`.
     pub fn new(inner: ::informer_runtime::Lister<Object>) -> Self {
-        VolumeAttributesClassLister { inner }
+        VolumeAttributesClassLister {
+            inner,
+        }
     }
     /// The cached `VolumeAttributesClass` objects whose labels match `selector`.
     pub fn list(
@@ -77,12 +82,15 @@ impl VolumeAttributesClassLister {
 }
 /// Registers `VolumeAttributesClass` objects under their GVR, for `SharedInformerFactory::for_resource`.
 pub fn register(registry: &mut ::informer_runtime::ResourceRegistry) {
-    registry.register(
-        gvr(),
-        ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
-            ::std::result::Result::Ok(::informer_runtime::GenericInformer::new(
-                factory.informer_for::<Object>()?,
-            ))
-        }),
-    );
+    registry
+        .register(
+            gvr(),
+            ::std::sync::Arc::new(|factory: &::informer_runtime::SharedInformerFactory| {
+                ::std::result::Result::Ok(
+                    ::informer_runtime::GenericInformer::new(
+                        factory.informer_for::<Object>()?,
+                    ),
+                )
+            }),
+        );
 }

@@ -16,6 +16,8 @@ impl<'f> Informers<'f> {
     pub fn storageversionmigrations(
         &self,
     ) -> self::storageversionmigrations::StorageVersionMigrationInformer<'f> {
-        self::storageversionmigrations::StorageVersionMigrationInformer::new(self.factory)
+        self::storageversionmigrations::StorageVersionMigrationInformer::new(
+            self.factory,
+        )
     }
 }
