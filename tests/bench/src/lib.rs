@@ -242,40 +242,36 @@ pub async fn event_ops(name: &str, server: &str, counter: &HandlerCounter, args:
 }
 
 /// Ends the watch streams open on the replay server with 410 Expired, forcing a relist.
-pub async fn expire(client: &kube_client::Client) {
+async fn expire(client: &kube_client::Client) {
     let req = http::Request::get("/expire").body(Vec::new()).unwrap();
     let text = client.request_text(req).await.expect("expire");
     assert!(text.starts_with("1 "), "expire reached {text:?}");
 }
 
-/// Memory around the initial sync and a forced relist, as every client reports it (bytes,
-/// growth over the process before the informer started).
-#[derive(Debug, Default)]
-pub struct PeakReport {
-    /// Peak live heap during the initial sync (Rust only).
-    pub initial_peak_heap: isize,
-    /// Peak RSS during the initial sync.
-    pub initial_peak_rss: isize,
-    /// Live heap once synced.
-    pub steady_heap: isize,
-    /// RSS once synced.
-    pub steady_rss: isize,
-    /// Peak live heap during the relist (Rust only).
-    pub relist_peak_heap: isize,
-    /// Peak RSS during the relist.
-    pub relist_peak_rss: isize,
-    /// Seconds from the 410 to the relist's end.
-    pub relist_seconds: f64,
-}
-
-impl PeakReport {
-    /// Prints the JSON line.
-    pub fn print(&self, client: &str) {
-        println!(
-            "{}",
-            serde_json::json!({"client": client, "initial_peak_heap": self.initial_peak_heap, "initial_peak_rss": self.initial_peak_rss,
-                "steady_heap": self.steady_heap, "steady_rss": self.steady_rss, "relist_peak_heap": self.relist_peak_heap,
-                "relist_peak_rss": self.relist_peak_rss, "relist_seconds": self.relist_seconds})
-        );
+/// After the initial sync: the memory it took at its peak and once synced, then the same
+/// around a relist forced by a 410 from the watch, until `relisted` says it ended. Prints one
+/// JSON line (bytes: growth over the process before the informer started, `heap0`/`rss0`;
+/// the peaks must have been reset before the informer started).
+pub async fn relist_memory(
+    client_name: &str,
+    server: &str,
+    relisted: impl Fn() -> bool,
+    heap0: isize,
+    rss0: isize,
+) {
+    let (initial_peak_heap, initial_peak_rss) = (peak_heap() - heap0, peak_rss() - rss0);
+    let (steady_heap, steady_rss) = (live_heap() - heap0, rss() - rss0);
+    reset_peak_heap();
+    reset_peak_rss();
+    let start = std::time::Instant::now();
+    expire(&client(server)).await;
+    while !relisted() {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
+    println!(
+        "{}",
+        serde_json::json!({"client": client_name, "initial_peak_heap": initial_peak_heap, "initial_peak_rss": initial_peak_rss,
+            "steady_heap": steady_heap, "steady_rss": steady_rss, "relist_peak_heap": peak_heap() - heap0,
+            "relist_peak_rss": peak_rss() - rss0, "relist_seconds": start.elapsed().as_secs_f64()})
+    );
 }

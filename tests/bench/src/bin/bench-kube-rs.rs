@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use informer_gen_bench::{
-    CountingAlloc, EventArgs, HandlerCounter, PeakReport, SENT_ANNOTATION, arg, client, event_ops,
-    expire, flag, live_heap, peak_heap, peak_rss, report, reset_peak_heap, reset_peak_rss, rss,
+    CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag,
+    live_heap, relist_memory, report, reset_peak_heap, reset_peak_rss, rss,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube_client::Api;
@@ -67,24 +67,14 @@ where
                 live_heap() - heap0,
                 rss() - rss0,
             );
-            let mut r = PeakReport {
-                initial_peak_heap: peak_heap() - heap0,
-                initial_peak_rss: peak_rss() - rss0,
-                steady_heap: live_heap() - heap0,
-                steady_rss: rss() - rss0,
-                ..Default::default()
-            };
-            reset_peak_heap();
-            reset_peak_rss();
-            let relist_start = Instant::now();
-            expire(&client(server)).await;
-            while lists.load(std::sync::atomic::Ordering::Acquire) < 2 {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-            }
-            r.relist_seconds = relist_start.elapsed().as_secs_f64();
-            r.relist_peak_heap = peak_heap() - heap0;
-            r.relist_peak_rss = peak_rss() - rss0;
-            r.print("kube-rs");
+            relist_memory(
+                "kube-rs",
+                server,
+                || lists.load(std::sync::atomic::Ordering::Acquire) >= 2,
+                heap0,
+                rss0,
+            )
+            .await;
             std::process::exit(0);
         }
         return (n, reader);

@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use informer_gen_bench::{
-    CountingAlloc, EventArgs, HandlerCounter, PeakReport, SENT_ANNOTATION, arg, client, event_ops,
-    expire, flag, live_heap, peak_heap, peak_rss, report, reset_peak_heap, reset_peak_rss, rss,
+    CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag,
+    live_heap, relist_memory, report, reset_peak_heap, reset_peak_rss, rss,
 };
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
 use informer_runtime::{
@@ -213,36 +213,6 @@ fn count_updates<K: informer_runtime::reexports::kube_core::Resource + Send + Sy
     count
 }
 
-/// After the initial sync: the memory it took at its peak and once synced, then the same
-/// around a relist forced by a 410 from the watch. Prints one JSON line.
-async fn relist_memory(
-    name: &str,
-    server: &str,
-    updates: &std::sync::atomic::AtomicUsize,
-    n: usize,
-    heap0: isize,
-    rss0: isize,
-) {
-    let mut r = PeakReport {
-        initial_peak_heap: peak_heap() - heap0,
-        initial_peak_rss: peak_rss() - rss0,
-        steady_heap: live_heap() - heap0,
-        steady_rss: rss() - rss0,
-        ..Default::default()
-    };
-    reset_peak_heap();
-    reset_peak_rss();
-    let start = Instant::now();
-    expire(&client(server)).await;
-    while updates.load(std::sync::atomic::Ordering::Acquire) < n {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
-    r.relist_seconds = start.elapsed().as_secs_f64();
-    r.relist_peak_heap = peak_heap() - heap0;
-    r.relist_peak_rss = peak_rss() - rss0;
-    r.print(name);
-}
-
 /// Lister operations over the synced Pods, timed in loops; prints one JSON line.
 fn lister_ops<K>(
     name: &str,
@@ -314,6 +284,16 @@ macro_rules! sync {
         }
         let (heap0, rss0) = (live_heap(), rss());
         let start = Instant::now();
+        // The result line of the sync, printed once synced (before any further measurement).
+        let report_synced = |n: usize| {
+            report(
+                $name,
+                n,
+                start.elapsed().as_secs_f64(),
+                live_heap() - heap0,
+                rss() - rss0,
+            )
+        };
         let n = match $resource {
             "pods" => {
                 let pods = factory.core().v1().pods();
@@ -328,30 +308,24 @@ macro_rules! sync {
                 let lister = informer.lister();
                 let n = lister.list(&Selector::default()).len();
                 if let Some(updates) = updates {
-                    report(
+                    report_synced(n);
+                    relist_memory(
                         $name,
-                        n,
-                        start.elapsed().as_secs_f64(),
-                        live_heap() - heap0,
-                        rss() - rss0,
-                    );
-                    relist_memory($name, $server, &updates, n, heap0, rss0).await;
+                        $server,
+                        || updates.load(std::sync::atomic::Ordering::Acquire) >= n,
+                        heap0,
+                        rss0,
+                    )
+                    .await;
                     std::process::exit(0);
                 }
                 if handlers.is_some() {
-                    report(
-                        $name,
-                        n,
-                        start.elapsed().as_secs_f64(),
-                        live_heap() - heap0,
-                        rss() - rss0,
-                    );
+                    report_synced(n);
                     run_events($name, $server, handlers).await;
                     std::process::exit(0);
                 }
                 if flag("--listers") {
-                    let elapsed = start.elapsed().as_secs_f64();
-                    report($name, n, elapsed, live_heap() - heap0, rss() - rss0);
+                    report_synced(n);
                     lister_ops($name, &lister, &informer);
                     std::process::exit(0);
                 }
@@ -365,13 +339,7 @@ macro_rules! sync {
                 factory.wait_for_cache_sync().await;
                 let n = cms.lister().unwrap().list(&Selector::default()).len();
                 if handlers.is_some() {
-                    report(
-                        $name,
-                        n,
-                        start.elapsed().as_secs_f64(),
-                        live_heap() - heap0,
-                        rss() - rss0,
-                    );
+                    report_synced(n);
                     run_events($name, $server, handlers).await;
                     std::process::exit(0);
                 }
@@ -379,8 +347,7 @@ macro_rules! sync {
             }
             other => panic!("unknown resource {other}"),
         };
-        let elapsed = start.elapsed().as_secs_f64();
-        report($name, n, elapsed, live_heap() - heap0, rss() - rss0);
+        report_synced(n);
         std::process::exit(0);
     }};
 }

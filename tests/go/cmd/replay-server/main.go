@@ -112,15 +112,7 @@ func main() {
 			s.objects = append(s.objects, must(json.Marshal(configMap(i))))
 		}
 		s.newList = func(items [][]byte) runtime.Object {
-			l := &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{Kind: "ConfigMapList", APIVersion: "v1"}}
-			for _, b := range items {
-				var o corev1.ConfigMap
-				if err := json.Unmarshal(b, &o); err != nil {
-					panic(err)
-				}
-				l.Items = append(l.Items, o)
-			}
-			return l
+			return &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{Kind: "ConfigMapList", APIVersion: "v1"}, Items: decodeAll[corev1.ConfigMap](items)}
 		}
 		s.marshalChurn = func(i int) []byte {
 			o := configMap(i)
@@ -130,30 +122,21 @@ func main() {
 		}
 	case "pods-shared", "pods-unique":
 		s.resource, s.kind = "pods", "Pod"
-		for i := 0; i < *n; i++ {
-			t := i % *templates
+		// The template of pod i: shared by every templates-th pod, or its own.
+		templateOf := func(i int) int {
 			if *workload == "pods-unique" {
-				t = i
+				return i
 			}
-			s.objects = append(s.objects, must(json.Marshal(pod(i, t))))
+			return i % *templates
+		}
+		for i := 0; i < *n; i++ {
+			s.objects = append(s.objects, must(json.Marshal(pod(i, templateOf(i)))))
 		}
 		s.newList = func(items [][]byte) runtime.Object {
-			l := &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
-			for _, b := range items {
-				var o corev1.Pod
-				if err := json.Unmarshal(b, &o); err != nil {
-					panic(err)
-				}
-				l.Items = append(l.Items, o)
-			}
-			return l
+			return &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: decodeAll[corev1.Pod](items)}
 		}
 		s.marshalChurn = func(i int) []byte {
-			t := i % *templates
-			if *workload == "pods-unique" {
-				t = i
-			}
-			o := pod(i, t)
+			o := pod(i, templateOf(i))
 			o.ResourceVersion = rvPlaceholder
 			o.Annotations[sentAnnotation] = sentPlaceholder
 			return must(json.Marshal(o))
@@ -176,6 +159,17 @@ func main() {
 	http.Serve(l, s)
 }
 
+// decodeAll decodes each JSON document into a T.
+func decodeAll[T any](docs [][]byte) []T {
+	out := make([]T, len(docs))
+	for i, b := range docs {
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			panic(err)
+		}
+	}
+	return out
+}
+
 func must(b []byte, err error) []byte {
 	if err != nil {
 		panic(err)
@@ -190,11 +184,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path == "/expire" {
 		s.mu.Lock()
-		open := 0
-		for ch := range s.watchers {
-			ch <- churn{expire: true}
-			open++
-		}
+		open := s.broadcast(churn{expire: true})
 		s.mu.Unlock()
 		fmt.Fprintf(w, "%d watch streams\n", open)
 		return
@@ -389,13 +379,17 @@ func (s *server) startChurn(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "resourceVersions exhausted", http.StatusBadRequest)
 		return
 	}
-	open := 0
-	for ch := range s.watchers {
-		ch <- c
-		open++
-	}
+	open := s.broadcast(c)
 	s.mu.Unlock()
 	fmt.Fprintf(w, "%d watch streams\n", open)
+}
+
+// broadcast hands c to every open watch stream and returns how many there are; s.mu is held.
+func (s *server) broadcast(c churn) int {
+	for ch := range s.watchers {
+		ch <- c
+	}
+	return len(s.watchers)
 }
 
 // churnObject is the object the i-th event of a churn modifies: all objects in a scattered
