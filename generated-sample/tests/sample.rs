@@ -170,3 +170,28 @@ fn crd_types_round_trip_and_serialize_their_type_meta() {
     assert_eq!(Certificate::url_path(&(), Some("a")), "/apis/cert-manager.io/v1/namespaces/a/certificates");
     assert_eq!(ClusterIssuer::url_path(&(), None), "/apis/cert-manager.io/v1/clusterissuers");
 }
+
+#[test]
+fn crd_types_box_optional_sub_objects_and_decode_vectors_to_their_length() {
+    use informer_gen_sample::monitoring_coreos_com::v1::{ServiceMonitor, ServiceMonitorSpecEndpoints, ServiceMonitorSpecEndpointsTlsConfig};
+    let endpoint = json!({"port": "web", "tlsConfig": {"serverName": "a.svc", "insecureSkipVerify": false},
+        "relabelings": [{"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_name"], "targetLabel": "pod"}]});
+    let input = json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "web", "namespace": "a"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "endpoints": [endpoint, endpoint, endpoint, endpoint, endpoint]}
+    });
+    // From text, as informers decode (a serde_json::Value would tell serde the lengths).
+    let sm: ServiceMonitor = serde_json::from_str(&input.to_string()).unwrap();
+    assert_eq!(serde_json::to_value(&sm).unwrap(), input);
+    let endpoints = &sm.spec.endpoints;
+    assert_eq!((endpoints.len(), endpoints.capacity()), (5, 5));
+    let relabelings = endpoints[0].relabelings.as_ref().unwrap();
+    assert_eq!((relabelings.len(), relabelings.capacity()), (1, 1));
+    // An optional sub-object is one pointer when absent.
+    let tls: Option<&Box<ServiceMonitorSpecEndpointsTlsConfig>> = endpoints[0].tls_config.as_ref();
+    assert_eq!(tls.unwrap().server_name.as_deref(), Some("a.svc"));
+    assert!(endpoints[0].oauth2.is_none());
+    assert!(std::mem::size_of::<ServiceMonitorSpecEndpoints>() < 512, "{}", std::mem::size_of::<ServiceMonitorSpecEndpoints>());
+}

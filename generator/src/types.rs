@@ -7,7 +7,8 @@
 //!   back unchanged) instead of failing the informer;
 //! - `integer` → `i32` for `format: int32`, else `i64`; `number` → `serde_json::Number`
 //!   (lossless: `1` stays `1`, `1.5` stays `1.5`); `boolean` → `bool`;
-//! - `array` → `Vec<item>`;
+//! - `array` → `Vec<item>`, decoded to its exact length (serde grows a `Vec` by doubling
+//!   while JSON gives no length up front; a cached object would keep the spare capacity);
 //! - `object` with `properties` → a struct (with a flattened map of the remaining fields when
 //!   `x-kubernetes-preserve-unknown-fields` is set); with `additionalProperties` only →
 //!   `BTreeMap<String, value>`; with neither (open, embedded or empty) → `serde_json::Value`;
@@ -16,8 +17,12 @@
 //!   `allOf` and `not` only add validation, so they never change the shape;
 //! - a property is `Option` unless it is required and not `nullable`; `Option`s are skipped
 //!   when `None`. `default`s are documented (the server applies them), not invented on decode.
+//! - an optional struct below the resource's own fields is `Option<Box<T>>`: an absent
+//!   sub-object then costs one pointer instead of the struct's whole size (most optional
+//!   sub-objects of a CRD are absent from most objects). The resource's own `spec` and
+//!   `status` stay inline.
 //!
-//! CRD schemas cannot refer to other schemas, so types are trees: no recursion, no `Box`.
+//! CRD schemas cannot refer to other schemas, so types are trees: no recursion.
 //! Invariant: each type is one `TokenStream` pushed in schema order, so output is stable.
 
 use std::collections::BTreeSet;
@@ -144,7 +149,7 @@ impl<'a> TypeGen<'a> {
                     continue;
                 }
                 let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
-                let f = self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names)?;
+                let f = self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names, false)?;
                 let fid = &f.ident;
                 ser.push(if f.optional {
                     quote! { if let ::std::option::Option::Some(v) = &self.#fid { map.serialize_entry(#pname, v)?; } }
@@ -213,7 +218,9 @@ impl<'a> TypeGen<'a> {
         Ok(())
     }
 
-    fn field(&mut self, parent: &str, pname: &str, pschema: &Value, required: bool, ptr: &str, field_names: &mut UniqueNames) -> Result<Field> {
+    /// One property of a struct; `nested`: the struct is not the resource's root.
+    #[allow(clippy::too_many_arguments)]
+    fn field(&mut self, parent: &str, pname: &str, pschema: &Value, required: bool, ptr: &str, field_names: &mut UniqueNames, nested: bool) -> Result<Field> {
         if !pschema.is_object() {
             return Err(self.err(ptr, "a property schema must be an object"));
         }
@@ -224,17 +231,31 @@ impl<'a> TypeGen<'a> {
         let doc = docs(pschema);
         let rename = if fname.trim_start_matches("r#") == pname { None } else { Some(quote!(rename = #pname,)) };
         let optional = !required || flag(pschema, "nullable");
+        // What `type_of` maps to a `Vec` (decoded to its exact length) or to a struct.
+        let shape = if flag(pschema, "x-kubernetes-int-or-string") { None } else { ty_of(pschema) };
+        let is_vec = shape == Some("array");
+        let has_props = pschema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+        let is_struct = has_props && matches!(shape, Some("object") | None);
+        let exact = if is_vec && optional {
+            Some(quote!(default, deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",))
+        } else if is_vec {
+            Some(quote!(deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",))
+        } else {
+            None
+        };
         let tokens = if optional && required {
             // Required but nullable: always written, `null` when `None`.
-            quote! { #doc #[serde(#rename)] pub #ident: ::std::option::Option<#ty>, }
+            quote! { #doc #[serde(#rename #exact)] pub #ident: ::std::option::Option<#ty>, }
         } else if optional {
+            let ty = if nested && is_struct { quote!(::std::boxed::Box<#ty>) } else { ty };
+            let default = if exact.is_some() { None } else { Some(quote!(default,)) };
             quote! {
                 #doc
-                #[serde(#rename default, skip_serializing_if = "::std::option::Option::is_none")]
+                #[serde(#rename #default #exact skip_serializing_if = "::std::option::Option::is_none")]
                 pub #ident: ::std::option::Option<#ty>,
             }
         } else {
-            quote! { #doc #[serde(#rename)] pub #ident: #ty, }
+            quote! { #doc #[serde(#rename #exact)] pub #ident: #ty, }
         };
         Ok(Field { ident, tokens, optional: optional && !required })
     }
@@ -293,7 +314,7 @@ impl<'a> TypeGen<'a> {
         let props = schema.get("properties").and_then(Value::as_object).into_iter().flatten();
         for (pname, pschema) in props {
             let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
-            fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names)?.tokens);
+            fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names, true)?.tokens);
         }
         if flag(schema, "x-kubernetes-preserve-unknown-fields") {
             fields.push(extra_field());

@@ -21,6 +21,9 @@
 //! - Errors other than a watch 410 wait an exponential backoff (800 ms → 30 s, reset after
 //!   2 min without errors) before the next round; every error goes to the error hook.
 //! - Cancellation stops the reflector at its next await point.
+//! - Every object is stored once, in an `Arc`, after the transform; its metadata's lists
+//!   (`managedFields`, `ownerReferences`, `finalizers`) hold no spare capacity (serde grows
+//!   them by doubling while decoding, and a cache keeps every object).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -227,10 +230,20 @@ where
     }
 
     fn prepare(&self, obj: K) -> Option<(ObjectKey, Arc<K>)> {
-        let obj = match &self.transform {
+        let mut obj = match &self.transform {
             Some(t) => t(obj),
             None => obj,
         };
+        let meta = obj.meta_mut();
+        if let Some(v) = &mut meta.managed_fields {
+            v.shrink_to_fit();
+        }
+        if let Some(v) = &mut meta.owner_references {
+            v.shrink_to_fit();
+        }
+        if let Some(v) = &mut meta.finalizers {
+            v.shrink_to_fit();
+        }
         let key = ObjectKey::of(&obj)?;
         Some((key, Arc::new(obj)))
     }

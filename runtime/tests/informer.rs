@@ -450,6 +450,33 @@ async fn transform_strips_managed_fields_before_storing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_metadata_lists_hold_no_spare_capacity() {
+    let server = FakeApiServer::new();
+    server.create(cm("ns", "a", &[]));
+    let inf = informer(&server, WatchListMode::Auto);
+    // As a decoder leaves them: room for more entries than arrived.
+    inf.set_transform(Arc::new(|mut o: ConfigMap| {
+        let mut fields = Vec::with_capacity(8);
+        fields.push(ManagedFieldsEntry { manager: Some("kubectl".into()), ..Default::default() });
+        o.metadata.managed_fields = Some(fields);
+        let mut finalizers = Vec::with_capacity(4);
+        finalizers.push("example.com/keep".to_string());
+        o.metadata.finalizers = Some(finalizers);
+        o
+    }))
+    .unwrap();
+    inf.start().unwrap();
+    inf.wait_for_sync().await;
+    let stored = inf.indexer().get("ns/a").unwrap();
+    let fields = stored.metadata.managed_fields.as_ref().unwrap();
+    assert_eq!((fields.len(), fields.capacity()), (1, 1));
+    assert_eq!(fields[0].manager.as_deref(), Some("kubectl"));
+    let finalizers = stored.metadata.finalizers.as_ref().unwrap();
+    assert_eq!((finalizers.len(), finalizers.capacity()), (1, 1));
+    inf.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listers_answer_from_the_cache() {
     let server = FakeApiServer::new();
     server.create(cm("a", "web-1", &[("app", "web"), ("tier", "front")]));

@@ -153,7 +153,9 @@ pub mod gateway {
             /// this another way, entries MUST be combined using OR.
             ///
             /// Support: Core
-            #[serde()]
+            #[serde(
+                deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
+            )]
             pub from: ::std::vec::Vec<ReferenceGrantSpecFrom>,
             /// To describes the resources that may be referenced by the resources
             /// described in "From". Each entry in this list MUST be considered to be an
@@ -161,7 +163,9 @@ pub mod gateway {
             /// way, entries MUST be combined using OR.
             ///
             /// Support: Core
-            #[serde()]
+            #[serde(
+                deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
+            )]
             pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
         }
         /// ReferenceGrant identifies kinds of resources in other namespaces that are
@@ -477,7 +481,9 @@ pub mod gateway {
             /// this another way, entries MUST be combined using OR.
             ///
             /// Support: Core
-            #[serde()]
+            #[serde(
+                deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
+            )]
             pub from: ::std::vec::Vec<ReferenceGrantSpecFrom>,
             /// To describes the resources that may be referenced by the resources
             /// described in "From". Each entry in this list MUST be considered to be an
@@ -485,7 +491,9 @@ pub mod gateway {
             /// way, entries MUST be combined using OR.
             ///
             /// Support: Core
-            #[serde()]
+            #[serde(
+                deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
+            )]
             pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
         }
         /// ReferenceGrant identifies kinds of resources in other namespaces that are

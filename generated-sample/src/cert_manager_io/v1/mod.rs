@@ -197,7 +197,7 @@ pub struct CertificateSpecKeystoresJks {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub password_secret_ref: ::std::option::Option<
-        CertificateSpecKeystoresJksPasswordSecretRef,
+        ::std::boxed::Box<CertificateSpecKeystoresJksPasswordSecretRef>,
     >,
 }
 /// PasswordSecretRef is a reference to a non-empty key in a Secret resource
@@ -342,7 +342,7 @@ pub struct CertificateSpecKeystoresPkcs12 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub password_secret_ref: ::std::option::Option<
-        CertificateSpecKeystoresPkcs12PasswordSecretRef,
+        ::std::boxed::Box<CertificateSpecKeystoresPkcs12PasswordSecretRef>,
     >,
     /// Profile specifies the key and certificate encryption algorithms and the HMAC algorithm
     /// used to create the PKCS12 keystore. Default value is `LegacyRC2` for backward compatibility.
@@ -374,11 +374,11 @@ pub struct CertificateSpecKeystores {
     /// JKS configures options for storing a JKS keystore in the
     /// `spec.secretName` Secret resource.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub jks: ::std::option::Option<CertificateSpecKeystoresJks>,
+    pub jks: ::std::option::Option<::std::boxed::Box<CertificateSpecKeystoresJks>>,
     /// PKCS12 configures options for storing a PKCS12 keystore in the
     /// `spec.secretName` Secret resource.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub pkcs12: ::std::option::Option<CertificateSpecKeystoresPkcs12>,
+    pub pkcs12: ::std::option::Option<::std::boxed::Box<CertificateSpecKeystoresPkcs12>>,
 }
 /// Excluded contains the constraints which must be disallowed. Any name matching a
 /// restriction in the excluded field is invalid regardless
@@ -396,6 +396,7 @@ pub struct CertificateSpecNameConstraintsExcluded {
     #[serde(
         rename = "dnsDomains",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub dns_domains: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -403,6 +404,7 @@ pub struct CertificateSpecNameConstraintsExcluded {
     #[serde(
         rename = "emailAddresses",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub email_addresses: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -411,6 +413,7 @@ pub struct CertificateSpecNameConstraintsExcluded {
     #[serde(
         rename = "ipRanges",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ip_ranges: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -418,6 +421,7 @@ pub struct CertificateSpecNameConstraintsExcluded {
     #[serde(
         rename = "uriDomains",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub uri_domains: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -436,6 +440,7 @@ pub struct CertificateSpecNameConstraintsPermitted {
     #[serde(
         rename = "dnsDomains",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub dns_domains: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -443,6 +448,7 @@ pub struct CertificateSpecNameConstraintsPermitted {
     #[serde(
         rename = "emailAddresses",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub email_addresses: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -451,6 +457,7 @@ pub struct CertificateSpecNameConstraintsPermitted {
     #[serde(
         rename = "ipRanges",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ip_ranges: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -458,6 +465,7 @@ pub struct CertificateSpecNameConstraintsPermitted {
     #[serde(
         rename = "uriDomains",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub uri_domains: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -484,10 +492,14 @@ pub struct CertificateSpecNameConstraints {
     /// restriction in the excluded field is invalid regardless
     /// of information appearing in the permitted
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub excluded: ::std::option::Option<CertificateSpecNameConstraintsExcluded>,
+    pub excluded: ::std::option::Option<
+        ::std::boxed::Box<CertificateSpecNameConstraintsExcluded>,
+    >,
     /// Permitted contains the constraints in which the names must be located.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub permitted: ::std::option::Option<CertificateSpecNameConstraintsPermitted>,
+    pub permitted: ::std::option::Option<
+        ::std::boxed::Box<CertificateSpecNameConstraintsPermitted>,
+    >,
 }
 #[derive(
     ::std::clone::Clone,
@@ -882,7 +894,11 @@ pub struct CertificateSpecRenewal {
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub policy: ::std::option::Option<CertificateSpecRenewalPolicy>,
     /// `windows` mentions the behavior of when the renewal must happen.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub windows: ::std::option::Option<::std::vec::Vec<CertificateSpecRenewalWindows>>,
 }
 /// Defines annotations and labels to be copied to the Certificate's Secret.
@@ -1009,32 +1025,50 @@ for CertificateSpecSignatureAlgorithm {
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct CertificateSpecSubject {
     /// Countries to be used on the Certificate.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub countries: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Cities to be used on the Certificate.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub localities: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Organizational Units to be used on the Certificate.
     #[serde(
         rename = "organizationalUnits",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub organizational_units: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
     /// Organizations to be used on the Certificate.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub organizations: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Postal codes to be used on the Certificate.
     #[serde(
         rename = "postalCodes",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub postal_codes: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// State/Provinces to be used on the Certificate.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub provinces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Serial number to be used on the Certificate.
     #[serde(
@@ -1047,6 +1081,7 @@ pub struct CertificateSpecSubject {
     #[serde(
         rename = "streetAddresses",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub street_addresses: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1239,6 +1274,7 @@ pub struct CertificateSpec {
     #[serde(
         rename = "additionalOutputFormats",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub additional_output_formats: ::std::option::Option<
@@ -1261,6 +1297,7 @@ pub struct CertificateSpec {
     #[serde(
         rename = "dnsNames",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub dns_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1277,6 +1314,7 @@ pub struct CertificateSpec {
     #[serde(
         rename = "emailAddresses",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub email_addresses: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1294,6 +1332,7 @@ pub struct CertificateSpec {
     #[serde(
         rename = "ipAddresses",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ip_addresses: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1320,7 +1359,7 @@ pub struct CertificateSpec {
     pub issuer_ref: CertificateSpecIssuerRef,
     /// Additional keystore output formats to be stored in the Certificate's Secret.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub keystores: ::std::option::Option<CertificateSpecKeystores>,
+    pub keystores: ::std::option::Option<::std::boxed::Box<CertificateSpecKeystores>>,
     /// Requested X.509 certificate subject, represented using the LDAP "String
     /// Representation of a Distinguished Name" [1].
     /// Important: the LDAP string format also specifies the order of the attributes
@@ -1348,7 +1387,9 @@ pub struct CertificateSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub name_constraints: ::std::option::Option<CertificateSpecNameConstraints>,
+    pub name_constraints: ::std::option::Option<
+        ::std::boxed::Box<CertificateSpecNameConstraints>,
+    >,
     /// `otherNames` is an escape hatch for SAN that allows any type. We currently restrict the support to string like otherNames, cf RFC 5280 p 37
     /// Any UTF8 String valued otherName can be passed with by setting the keys oid: x.x.x.x and UTF8Value: somevalue for `otherName`.
     /// Most commonly this would be UPN set with oid: 1.3.6.1.4.1.311.20.2.3
@@ -1356,6 +1397,7 @@ pub struct CertificateSpec {
     #[serde(
         rename = "otherNames",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub other_names: ::std::option::Option<::std::vec::Vec<CertificateSpecOtherNames>>,
@@ -1366,7 +1408,7 @@ pub struct CertificateSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub private_key: ::std::option::Option<CertificateSpecPrivateKey>,
+    pub private_key: ::std::option::Option<::std::boxed::Box<CertificateSpecPrivateKey>>,
     /// How long before the currently issued certificate's expiry cert-manager should
     /// renew the certificate. For example, if a certificate is valid for 60 minutes,
     /// and `renewBefore=10m`, cert-manager will begin to attempt to renew the certificate
@@ -1410,7 +1452,7 @@ pub struct CertificateSpec {
     /// `renewal` allows configuration of how your certificate is renewed. If the policy mentioned is
     /// `RenewBefore` then the controller respects `renewBefore` and `renewBeforePercentage`.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub renewal: ::std::option::Option<CertificateSpecRenewal>,
+    pub renewal: ::std::option::Option<::std::boxed::Box<CertificateSpecRenewal>>,
     /// The maximum number of CertificateRequest revisions that are maintained in
     /// the Certificate's history. Each revision represents a single `CertificateRequest`
     /// created by this Certificate, either when it was created, renewed, or Spec
@@ -1441,7 +1483,9 @@ pub struct CertificateSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub secret_template: ::std::option::Option<CertificateSpecSecretTemplate>,
+    pub secret_template: ::std::option::Option<
+        ::std::boxed::Box<CertificateSpecSecretTemplate>,
+    >,
     /// Signature algorithm to use.
     /// Allowed values for RSA keys: SHA256WithRSA, SHA384WithRSA, SHA512WithRSA.
     /// Allowed values for ECDSA keys: ECDSAWithSHA256, ECDSAWithSHA384, ECDSAWithSHA512.
@@ -1458,9 +1502,13 @@ pub struct CertificateSpec {
     /// The common name attribute is specified separately in the `commonName` field.
     /// Cannot be set if the `literalSubject` field is set.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub subject: ::std::option::Option<CertificateSpecSubject>,
+    pub subject: ::std::option::Option<::std::boxed::Box<CertificateSpecSubject>>,
     /// Requested URI subject alternative names.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub uris: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Requested key usages and extended key usages.
     /// These usages are used to set the `usages` field on the created CertificateRequest
@@ -1468,7 +1516,11 @@ pub struct CertificateSpec {
     /// will additionally be encoded in the `request` field which contains the CSR blob.
     ///
     /// If unset, defaults to `digital signature` and `key encipherment`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub usages: ::std::option::Option<::std::vec::Vec<CertificateSpecUsages>>,
 }
 /// SuggestedWindow is the suggested renewal window as returned by the ACME server in accordance with RFC 9773.
@@ -1534,7 +1586,9 @@ pub struct CertificateStatusAcmeAri {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub suggested_window: ::std::option::Option<CertificateStatusAcmeAriSuggestedWindow>,
+    pub suggested_window: ::std::option::Option<
+        ::std::boxed::Box<CertificateStatusAcmeAriSuggestedWindow>,
+    >,
 }
 /// ACME stores information that is fetched from the ACME CA server.
 #[derive(
@@ -1549,7 +1603,7 @@ pub struct CertificateStatusAcme {
     /// ARI stores the ACME Renewal Information that is fetched from the ACME server
     /// in accordance with RFC 9773. This is only populated if the ARI feature gate is enabled.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ari: ::std::option::Option<CertificateStatusAcmeAri>,
+    pub ari: ::std::option::Option<::std::boxed::Box<CertificateStatusAcmeAri>>,
 }
 /// Status of the condition, one of (`True`, `False`, `Unknown`).
 #[derive(
@@ -1675,10 +1729,14 @@ pub struct CertificateStatusConditions {
 pub struct CertificateStatus {
     /// ACME stores information that is fetched from the ACME CA server.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub acme: ::std::option::Option<CertificateStatusAcme>,
+    pub acme: ::std::option::Option<::std::boxed::Box<CertificateStatusAcme>>,
     /// List of status conditions to indicate the status of certificates.
     /// Known condition types are `Ready` and `Issuing`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub conditions: ::std::option::Option<::std::vec::Vec<CertificateStatusConditions>>,
     /// The number of continuous failed issuance attempts up till now. This
     /// field gets removed (if set) on a successful issuance and gets set to
@@ -2405,7 +2463,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDns {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub client_secret_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef>,
     >,
     /// name of the Azure environment (default AzurePublicCloud)
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -2428,7 +2486,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDns {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub managed_identity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity>,
     >,
     /// resource group the DNS zone is located in
     #[serde(rename = "resourceGroupName")]
@@ -2514,7 +2572,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudDns {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub service_account_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef,
+        >,
     >,
 }
 /// API key to use to authenticate with Cloudflare.
@@ -2578,7 +2638,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Cloudflare {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_key_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef>,
     >,
     /// API token used to authenticate with Cloudflare.
     #[serde(
@@ -2587,7 +2647,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Cloudflare {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_token_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef>,
     >,
     /// Email of the account, only required when using API key based authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -2821,7 +2881,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub tsig_secret_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef>,
     >,
 }
 /// The SecretAccessKey is used for authentication. If set, pull the AWS
@@ -2865,7 +2925,11 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountR
     /// token passed to AWS. The default token consisting of the issuer's namespace
     /// and name is always included.
     /// If unset the audience defaults to `sts.amazonaws.com`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub audiences: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Name of the ServiceAccount used to request a token.
     #[serde()]
@@ -2959,11 +3023,13 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub access_key_id_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef>,
     >,
     /// Auth configures how cert-manager authenticates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub auth: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Route53Auth>,
+    pub auth: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Route53Auth>,
+    >,
     /// If set, the provider will manage only this zone in Route53 and will not do a lookup using the route53:ListHostedZonesByName api call.
     #[serde(
         rename = "hostedZoneID",
@@ -3009,7 +3075,9 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub secret_access_key_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef,
+        >,
     >,
 }
 /// Configure an external webhook based DNS01 challenge solver to manage
@@ -3063,27 +3131,37 @@ pub struct ClusterIssuerSpecAcmeSolversDns01 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub acme_dns: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01AcmeDns>,
+    pub acme_dns: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01AcmeDns>,
+    >,
     /// Use the Akamai DNS zone management API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub akamai: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Akamai>,
+    pub akamai: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Akamai>,
+    >,
     /// Use the Microsoft Azure DNS API to manage DNS01 challenge records.
     #[serde(
         rename = "azureDNS",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub azure_dns: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01AzureDns>,
+    pub azure_dns: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01AzureDns>,
+    >,
     /// Use the Google Cloud DNS API to manage DNS01 challenge records.
     #[serde(
         rename = "cloudDNS",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub cloud_dns: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01CloudDns>,
+    pub cloud_dns: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01CloudDns>,
+    >,
     /// Use the Cloudflare API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub cloudflare: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Cloudflare>,
+    pub cloudflare: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Cloudflare>,
+    >,
     /// CNAMEStrategy configures how the DNS01 provider should handle CNAME
     /// records when found in DNS zones.
     #[serde(
@@ -3097,7 +3175,7 @@ pub struct ClusterIssuerSpecAcmeSolversDns01 {
     /// Use the DigitalOcean DNS API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub digitalocean: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversDns01Digitalocean,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Digitalocean>,
     >,
     /// Nameservers defines a list of DNS nameservers to use for DNS01 propagation
     /// checks. Each entry must be in the format `<host>:<port>` for plain DNS,
@@ -3106,19 +3184,29 @@ pub struct ClusterIssuerSpecAcmeSolversDns01 {
     /// the controller's configured global DNS01 recursive nameservers are used.
     /// When specified, this overrides the global nameservers for this solver
     /// only, and disables the authoritative nameserver check.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub nameservers: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Use RFC2136 ("Dynamic Updates in the Domain Name System") (https://datatracker.ietf.org/doc/rfc2136/)
     /// to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub rfc2136: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Rfc2136>,
+    pub rfc2136: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Rfc2136>,
+    >,
     /// Use the AWS Route53 API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub route53: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Route53>,
+    pub route53: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Route53>,
+    >,
     /// Configure an external webhook based DNS01 challenge solver to manage
     /// DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub webhook: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01Webhook>,
+    pub webhook: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Webhook>,
+    >,
 }
 /// ParentReference identifies an API object (usually a Gateway) that can be considered
 /// a parent of this resource (usually a route). There are two kinds of parent resources
@@ -3302,7 +3390,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector requirement is a selector that contains values, a key, and an operator
@@ -3328,7 +3420,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector term, associated with the corresponding weight.
@@ -3345,6 +3441,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -3356,6 +3453,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchFields",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_fields: ::std::option::Option<
@@ -3405,7 +3503,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector requirement is a selector that contains values, a key, and an operator
@@ -3431,7 +3533,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A null or empty node selector term matches no objects. The requirements of
@@ -3450,6 +3556,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -3461,6 +3568,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchFields",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_fields: ::std::option::Option<
@@ -3484,7 +3592,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
     /// Required. A list of node selector terms. The terms are ORed.
-    #[serde(rename = "nodeSelectorTerms")]
+    #[serde(
+        rename = "nodeSelectorTerms",
+        deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
+    )]
     pub node_selector_terms: ::std::vec::Vec<
         ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
     >,
@@ -3511,6 +3622,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -3529,7 +3641,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+        >,
     >,
 }
 /// A label selector requirement is a selector that contains values, a key, and an operator that
@@ -3554,7 +3668,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -3572,6 +3690,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -3613,7 +3732,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -3634,6 +3757,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -3671,7 +3795,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -3684,6 +3810,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -3698,6 +3825,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -3714,13 +3842,19 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -3770,7 +3904,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -3788,6 +3926,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -3829,7 +3968,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -3850,6 +3993,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -3892,7 +4036,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -3905,6 +4051,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -3919,6 +4066,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -3935,13 +4083,19 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -3973,6 +4127,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -3990,6 +4145,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -4020,7 +4176,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -4038,6 +4198,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -4079,7 +4240,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -4100,6 +4265,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -4137,7 +4303,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -4150,6 +4318,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -4164,6 +4333,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -4180,13 +4350,19 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -4236,7 +4412,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -4254,6 +4434,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -4295,7 +4476,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -4316,6 +4501,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -4358,7 +4544,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -4371,6 +4559,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -4385,6 +4574,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -4401,13 +4591,19 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -4439,6 +4635,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -4456,6 +4653,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -4481,7 +4679,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub node_affinity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity,
+        >,
     >,
     /// Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
@@ -4490,7 +4690,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_affinity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity,
+        >,
     >,
     /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
@@ -4499,7 +4701,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_anti_affinity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity,
+        >,
     >,
 }
 /// LocalObjectReference contains enough information to let you locate the
@@ -4721,7 +4925,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub se_linux_options: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions,
+        >,
     >,
     /// The seccomp options to use by the containers in this pod.
     /// Note that this field cannot be set when spec.os.name is windows.
@@ -4731,7 +4937,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub seccomp_profile: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile,
+        >,
     >,
     /// A list of groups applied to the first process run in each container, in addition
     /// to the container's primary GID, the fsGroup (if specified), and group memberships
@@ -4743,13 +4951,18 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
     #[serde(
         rename = "supplementalGroups",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub supplemental_groups: ::std::option::Option<::std::vec::Vec<i64>>,
     /// Sysctls hold a list of namespaced sysctls used for the pod. Pods with unsupported
     /// sysctls (by the container runtime) might fail to launch.
     /// Note that this field cannot be set when spec.os.name is windows.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub sysctls: ::std::option::Option<
         ::std::vec::Vec<
             ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls,
@@ -4812,12 +5025,15 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     /// If specified, the pod's scheduling constraints
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub affinity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity,
+        >,
     >,
     /// If specified, the pod's imagePullSecrets
     #[serde(
         rename = "imagePullSecrets",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub image_pull_secrets: ::std::option::Option<
@@ -4851,7 +5067,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     /// Kubernetes will reject pod creation if limits are lower than requests, causing challenge failures.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub resources: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources,
+        >,
     >,
     /// If specified, the pod's security context
     #[serde(
@@ -4860,7 +5078,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub security_context: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext,
+        >,
     >,
     /// If specified, the pod's service account
     #[serde(
@@ -4870,7 +5090,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     )]
     pub service_account_name: ::std::option::Option<::std::string::String>,
     /// If specified, the pod's tolerations.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub tolerations: ::std::option::Option<
         ::std::vec::Vec<
             ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations,
@@ -4894,14 +5118,18 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub metadata: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata,
+        >,
     >,
     /// PodSpec defines overrides for the HTTP01 challenge solver pod.
     /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
     /// All other fields will be ignored.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub spec: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec,
+        >,
     >,
 }
 /// The Gateway API is a sig-network community API that models service networking
@@ -4930,6 +5158,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute {
     #[serde(
         rename = "parentRefs",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub parent_refs: ::std::option::Option<
@@ -4943,7 +5172,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_template: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate>,
     >,
     /// Optional service type for Kubernetes solver service. Supported values
     /// are NodePort or ClusterIP. If unset, defaults to NodePort.
@@ -4995,7 +5224,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate {
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub metadata: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata,
+        >,
     >,
 }
 /// ObjectMeta overrides for the pod used to solve HTTP01 challenges.
@@ -5045,7 +5276,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector requirement is a selector that contains values, a key, and an operator
@@ -5071,7 +5306,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector term, associated with the corresponding weight.
@@ -5088,6 +5327,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -5099,6 +5339,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(
         rename = "matchFields",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_fields: ::std::option::Option<
@@ -5148,7 +5389,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector requirement is a selector that contains values, a key, and an operator
@@ -5174,7 +5419,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A null or empty node selector term matches no objects. The requirements of
@@ -5193,6 +5442,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -5204,6 +5454,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(
         rename = "matchFields",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_fields: ::std::option::Option<
@@ -5227,7 +5478,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
     /// Required. A list of node selector terms. The terms are ORed.
-    #[serde(rename = "nodeSelectorTerms")]
+    #[serde(
+        rename = "nodeSelectorTerms",
+        deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
+    )]
     pub node_selector_terms: ::std::vec::Vec<
         ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
     >,
@@ -5254,6 +5508,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -5272,7 +5527,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+        >,
     >,
 }
 /// A label selector requirement is a selector that contains values, a key, and an operator that
@@ -5297,7 +5554,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -5315,6 +5576,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -5356,7 +5618,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -5377,6 +5643,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -5414,7 +5681,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -5427,6 +5696,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -5441,6 +5711,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -5457,13 +5728,19 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -5513,7 +5790,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -5531,6 +5812,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -5572,7 +5854,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -5593,6 +5879,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -5635,7 +5922,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -5648,6 +5937,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -5662,6 +5952,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -5678,13 +5969,19 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -5716,6 +6013,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -5733,6 +6031,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -5763,7 +6062,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -5781,6 +6084,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -5822,7 +6126,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -5843,6 +6151,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -5880,7 +6189,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -5893,6 +6204,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -5907,6 +6219,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -5923,13 +6236,19 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -5979,7 +6298,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -5997,6 +6320,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -6038,7 +6362,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -6059,6 +6387,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -6101,7 +6430,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -6114,6 +6445,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -6128,6 +6460,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -6144,13 +6477,19 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -6182,6 +6521,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -6199,6 +6539,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -6224,7 +6565,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub node_affinity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity,
+        >,
     >,
     /// Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
@@ -6233,7 +6576,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_affinity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity,
+        >,
     >,
     /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
@@ -6242,7 +6587,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_anti_affinity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity,
+        >,
     >,
 }
 /// LocalObjectReference contains enough information to let you locate the
@@ -6464,7 +6811,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub se_linux_options: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions,
+        >,
     >,
     /// The seccomp options to use by the containers in this pod.
     /// Note that this field cannot be set when spec.os.name is windows.
@@ -6474,7 +6823,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub seccomp_profile: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile,
+        >,
     >,
     /// A list of groups applied to the first process run in each container, in addition
     /// to the container's primary GID, the fsGroup (if specified), and group memberships
@@ -6486,13 +6837,18 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
     #[serde(
         rename = "supplementalGroups",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub supplemental_groups: ::std::option::Option<::std::vec::Vec<i64>>,
     /// Sysctls hold a list of namespaced sysctls used for the pod. Pods with unsupported
     /// sysctls (by the container runtime) might fail to launch.
     /// Note that this field cannot be set when spec.os.name is windows.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub sysctls: ::std::option::Option<
         ::std::vec::Vec<
             ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls,
@@ -6555,12 +6911,15 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// If specified, the pod's scheduling constraints
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub affinity: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity,
+        >,
     >,
     /// If specified, the pod's imagePullSecrets
     #[serde(
         rename = "imagePullSecrets",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub image_pull_secrets: ::std::option::Option<
@@ -6594,7 +6953,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// Kubernetes will reject pod creation if limits are lower than requests, causing challenge failures.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub resources: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources,
+        >,
     >,
     /// If specified, the pod's security context
     #[serde(
@@ -6603,7 +6964,9 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub security_context: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext,
+        ::std::boxed::Box<
+            ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext,
+        >,
     >,
     /// If specified, the pod's service account
     #[serde(
@@ -6613,7 +6976,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     )]
     pub service_account_name: ::std::option::Option<::std::string::String>,
     /// If specified, the pod's tolerations.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub tolerations: ::std::option::Option<
         ::std::vec::Vec<
             ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations,
@@ -6637,14 +7004,14 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate {
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub metadata: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata>,
     >,
     /// PodSpec defines overrides for the HTTP01 challenge solver pod.
     /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
     /// All other fields will be ignored.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub spec: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec>,
     >,
 }
 /// The ingress based HTTP01 challenge solver will solve challenges by
@@ -6684,7 +7051,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01Ingress {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ingress_template: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate>,
     >,
     /// The name of the ingress resource that should have ACME challenge solving
     /// routes inserted into it in order to solve HTTP01 challenges.
@@ -6702,7 +7069,7 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01Ingress {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_template: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate>,
     >,
     /// Optional service type for Kubernetes solver service. Supported values
     /// are NodePort or ClusterIP. If unset, defaults to NodePort.
@@ -6736,14 +7103,16 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub gateway_http_route: ::std::option::Option<
-        ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute>,
     >,
     /// The ingress based HTTP01 challenge solver will solve challenges by
     /// creating or modifying Ingress resources in order to route requests for
     /// '/.well-known/acme-challenge/XYZ' to 'challenge solver' pods that are
     /// provisioned by cert-manager for each Challenge to be completed.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ingress: ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01Ingress>,
+    pub ingress: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01Ingress>,
+    >,
 }
 /// Selector selects a set of DNSNames on the Certificate resource that
 /// should be solved using this challenge solver.
@@ -6769,6 +7138,7 @@ pub struct ClusterIssuerSpecAcmeSolversSelector {
     #[serde(
         rename = "dnsNames",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub dns_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -6784,6 +7154,7 @@ pub struct ClusterIssuerSpecAcmeSolversSelector {
     #[serde(
         rename = "dnsZones",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub dns_zones: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -6813,20 +7184,26 @@ pub struct ClusterIssuerSpecAcmeSolvers {
     /// Configures cert-manager to attempt to complete authorizations by
     /// performing the DNS01 challenge flow.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub dns01: ::std::option::Option<ClusterIssuerSpecAcmeSolversDns01>,
+    pub dns01: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01>,
+    >,
     /// Configures cert-manager to attempt to complete authorizations by
     /// performing the HTTP01 challenge flow.
     /// It is not possible to obtain certificates for wildcard domain names
     /// (e.g., `*.example.com`) using the HTTP01 challenge mechanism.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub http01: ::std::option::Option<ClusterIssuerSpecAcmeSolversHttp01>,
+    pub http01: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01>,
+    >,
     /// Selector selects a set of DNSNames on the Certificate resource that
     /// should be solved using this challenge solver.
     /// If not specified, the solver will be treated as the 'default' solver
     /// with the lowest priority, i.e. if any other solver has a more specific
     /// match, it will be used instead.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub selector: ::std::option::Option<ClusterIssuerSpecAcmeSolversSelector>,
+    pub selector: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecAcmeSolversSelector>,
+    >,
     /// WaitInsteadOfSelfCheck, if set, skips cert-manager's self-check and
     /// instead waits this long after presentation before asking the ACME server
     /// to validate the challenge.
@@ -6912,7 +7289,7 @@ pub struct ClusterIssuerSpecAcme {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub external_account_binding: ::std::option::Option<
-        ClusterIssuerSpecAcmeExternalAccountBinding,
+        ::std::boxed::Box<ClusterIssuerSpecAcmeExternalAccountBinding>,
     >,
     /// PreferredChain is the chain to use if the ACME server outputs multiple.
     /// PreferredChain is no guarantee that this one gets delivered by the ACME
@@ -6983,7 +7360,11 @@ pub struct ClusterIssuerSpecAcme {
     /// remain pending indefinitely, with only a Warning event recorded
     /// against it.
     /// For more information, see: https://cert-manager.io/docs/configuration/acme/
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub solvers: ::std::option::Option<::std::vec::Vec<ClusterIssuerSpecAcmeSolvers>>,
 }
 /// CA configures this issuer to sign certificates using a signing CA keypair
@@ -7004,6 +7385,7 @@ pub struct ClusterIssuerSpecCa {
     #[serde(
         rename = "crlDistributionPoints",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub crl_distribution_points: ::std::option::Option<
@@ -7015,6 +7397,7 @@ pub struct ClusterIssuerSpecCa {
     #[serde(
         rename = "issuingCertificateURLs",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub issuing_certificate_ur_ls: ::std::option::Option<
@@ -7028,6 +7411,7 @@ pub struct ClusterIssuerSpecCa {
     #[serde(
         rename = "ocspServers",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ocsp_servers: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -7053,6 +7437,7 @@ pub struct ClusterIssuerSpecSelfSigned {
     #[serde(
         rename = "crlDistributionPoints",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub crl_distribution_points: ::std::option::Option<
@@ -7121,7 +7506,11 @@ pub struct ClusterIssuerSpecVaultAuthAppRole {
 pub struct ClusterIssuerSpecVaultAuthAwsServiceAccountRef {
     /// TokenAudiences is an optional list of extra audiences to include in the token passed to Vault.
     /// The default audiences are always included in the token.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub audiences: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Name of the ServiceAccount used to request a token.
     #[serde()]
@@ -7174,7 +7563,7 @@ pub struct ClusterIssuerSpecVaultAuthAws {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub service_account_ref: ::std::option::Option<
-        ClusterIssuerSpecVaultAuthAwsServiceAccountRef,
+        ::std::boxed::Box<ClusterIssuerSpecVaultAuthAwsServiceAccountRef>,
     >,
     /// The Vault header value to include in the STS signing request.
     /// This is used to prevent replay attacks.
@@ -7259,7 +7648,11 @@ pub struct ClusterIssuerSpecVaultAuthKubernetesSecretRef {
 pub struct ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef {
     /// TokenAudiences is an optional list of extra audiences to include in the token passed to Vault.
     /// The default audiences are always included in the token.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub audiences: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Name of the ServiceAccount used to request a token.
     #[serde()]
@@ -7298,7 +7691,9 @@ pub struct ClusterIssuerSpecVaultAuthKubernetes {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub secret_ref: ::std::option::Option<ClusterIssuerSpecVaultAuthKubernetesSecretRef>,
+    pub secret_ref: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecVaultAuthKubernetesSecretRef>,
+    >,
     /// A reference to a service account that will be used to request a bound
     /// token (also known as "projected token"). Compared to using "secretRef",
     /// using this field means that you don't rely on statically bound tokens. To
@@ -7310,7 +7705,7 @@ pub struct ClusterIssuerSpecVaultAuthKubernetes {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub service_account_ref: ::std::option::Option<
-        ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef,
+        ::std::boxed::Box<ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef>,
     >,
 }
 /// TokenSecretRef authenticates with Vault by presenting a token.
@@ -7350,12 +7745,14 @@ pub struct ClusterIssuerSpecVaultAuth {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub app_role: ::std::option::Option<ClusterIssuerSpecVaultAuthAppRole>,
+    pub app_role: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecVaultAuthAppRole>,
+    >,
     /// AWS authenticates with Vault using AWS IAM authentication.
     /// This allows authentication using IAM roles for service accounts (IRSA),
     /// EKS Pod Identity (PIA), or ambient credentials (EC2 instance profiles, ECS task role).
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub aws: ::std::option::Option<ClusterIssuerSpecVaultAuthAws>,
+    pub aws: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecVaultAuthAws>>,
     /// ClientCertificate authenticates with Vault by presenting a client
     /// certificate during the request's TLS handshake.
     /// Works only when using HTTPS protocol.
@@ -7365,12 +7762,14 @@ pub struct ClusterIssuerSpecVaultAuth {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub client_certificate: ::std::option::Option<
-        ClusterIssuerSpecVaultAuthClientCertificate,
+        ::std::boxed::Box<ClusterIssuerSpecVaultAuthClientCertificate>,
     >,
     /// Kubernetes authenticates with Vault by passing the ServiceAccount
     /// token stored in the named Secret resource to the Vault server.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub kubernetes: ::std::option::Option<ClusterIssuerSpecVaultAuthKubernetes>,
+    pub kubernetes: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecVaultAuthKubernetes>,
+    >,
     /// TokenSecretRef authenticates with Vault by presenting a token.
     #[serde(
         rename = "tokenSecretRef",
@@ -7378,7 +7777,7 @@ pub struct ClusterIssuerSpecVaultAuth {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub token_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecVaultAuthTokenSecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecVaultAuthTokenSecretRef>,
     >,
 }
 /// Reference to a Secret containing a bundle of PEM-encoded CAs to use when
@@ -7486,7 +7885,7 @@ pub struct ClusterIssuerSpecVault {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ca_bundle_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecVaultCaBundleSecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecVaultCaBundleSecretRef>,
     >,
     /// Reference to a Secret containing a PEM-encoded Client Certificate to use when the
     /// Vault server requires mTLS.
@@ -7496,7 +7895,7 @@ pub struct ClusterIssuerSpecVault {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub client_cert_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecVaultClientCertSecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecVaultClientCertSecretRef>,
     >,
     /// Reference to a Secret containing a PEM-encoded Client Private Key to use when the
     /// Vault server requires mTLS.
@@ -7506,7 +7905,7 @@ pub struct ClusterIssuerSpecVault {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub client_key_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecVaultClientKeySecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecVaultClientKeySecretRef>,
     >,
     /// Name of the vault namespace. Namespaces is a set of features within Vault Enterprise that allows Vault environments to support Secure Multi-tenancy. e.g: "ns1"
     /// More about namespaces can be found here https://www.vaultproject.io/docs/enterprise/namespaces
@@ -7692,7 +8091,7 @@ pub struct ClusterIssuerSpecVenafiTpp {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ca_bundle_secret_ref: ::std::option::Option<
-        ClusterIssuerSpecVenafiTppCaBundleSecretRef,
+        ::std::boxed::Box<ClusterIssuerSpecVenafiTppCaBundleSecretRef>,
     >,
     /// CredentialsRef is a reference to a Secret containing the CyberArk Certificate Manager Self-Hosted API credentials.
     /// The secret must contain the key 'access-token' for the Access Token Authentication,
@@ -7718,15 +8117,15 @@ pub struct ClusterIssuerSpecVenafi {
     /// Cloud specifies the CyberArk Certificate Manager SaaS configuration settings.
     /// Only one of CyberArk Certificate Manager may be specified.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub cloud: ::std::option::Option<ClusterIssuerSpecVenafiCloud>,
+    pub cloud: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecVenafiCloud>>,
     /// NGTS specifies Palo Alto Networks Next Generation Trust Services (NGTS) configuration
     /// using OAuth 2.0 Client Credentials. Only one of tpp, cloud, or ngts may be specified.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ngts: ::std::option::Option<ClusterIssuerSpecVenafiNgts>,
+    pub ngts: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecVenafiNgts>>,
     /// TPP specifies CyberArk Certificate Manager Self-Hosted configuration settings.
     /// Only one of CyberArk Certificate Manager may be specified.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub tpp: ::std::option::Option<ClusterIssuerSpecVenafiTpp>,
+    pub tpp: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecVenafiTpp>>,
     /// Zone is the Certificate Manager Policy Zone to use for this issuer.
     /// All requests made to the Certificate Manager platform will be restricted by the named
     /// zone policy.
@@ -7747,12 +8146,12 @@ pub struct ClusterIssuerSpec {
     /// ACME configures this issuer to communicate with a RFC8555 (ACME) server
     /// to obtain signed x509 certificates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub acme: ::std::option::Option<ClusterIssuerSpecAcme>,
+    pub acme: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecAcme>>,
     /// CA configures this issuer to sign certificates using a signing CA keypair
     /// stored in a Secret resource.
     /// This is used to build internal PKIs that are managed by cert-manager.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ca: ::std::option::Option<ClusterIssuerSpecCa>,
+    pub ca: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecCa>>,
     /// SelfSigned configures this issuer to 'self sign' certificates using the
     /// private key used to create the CertificateRequest object.
     #[serde(
@@ -7760,15 +8159,17 @@ pub struct ClusterIssuerSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub self_signed: ::std::option::Option<ClusterIssuerSpecSelfSigned>,
+    pub self_signed: ::std::option::Option<
+        ::std::boxed::Box<ClusterIssuerSpecSelfSigned>,
+    >,
     /// Vault configures this issuer to sign certificates using a HashiCorp Vault
     /// PKI backend.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub vault: ::std::option::Option<ClusterIssuerSpecVault>,
+    pub vault: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecVault>>,
     /// Venafi configures this issuer to sign certificates using a CyberArk Certificate Manager Self-Hosted
     /// or SaaS policy zone.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub venafi: ::std::option::Option<ClusterIssuerSpecVenafi>,
+    pub venafi: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecVenafi>>,
 }
 /// ACME specific status options.
 /// This field should only be set if the Issuer is configured to use an ACME
@@ -7928,10 +8329,14 @@ pub struct ClusterIssuerStatus {
     /// This field should only be set if the Issuer is configured to use an ACME
     /// server to issue certificates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub acme: ::std::option::Option<ClusterIssuerStatusAcme>,
+    pub acme: ::std::option::Option<::std::boxed::Box<ClusterIssuerStatusAcme>>,
     /// List of status conditions to indicate the status of a CertificateRequest.
     /// Known condition types are `Ready`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub conditions: ::std::option::Option<
         ::std::vec::Vec<ClusterIssuerStatusConditions>,
     >,
@@ -8578,7 +8983,7 @@ pub struct IssuerSpecAcmeSolversDns01AzureDns {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub client_secret_secret_ref: ::std::option::Option<
-        IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef,
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef>,
     >,
     /// name of the Azure environment (default AzurePublicCloud)
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -8601,7 +9006,7 @@ pub struct IssuerSpecAcmeSolversDns01AzureDns {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub managed_identity: ::std::option::Option<
-        IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity,
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity>,
     >,
     /// resource group the DNS zone is located in
     #[serde(rename = "resourceGroupName")]
@@ -8685,7 +9090,7 @@ pub struct IssuerSpecAcmeSolversDns01CloudDns {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub service_account_secret_ref: ::std::option::Option<
-        IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef,
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef>,
     >,
 }
 /// API key to use to authenticate with Cloudflare.
@@ -8749,7 +9154,7 @@ pub struct IssuerSpecAcmeSolversDns01Cloudflare {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_key_secret_ref: ::std::option::Option<
-        IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef,
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef>,
     >,
     /// API token used to authenticate with Cloudflare.
     #[serde(
@@ -8758,7 +9163,7 @@ pub struct IssuerSpecAcmeSolversDns01Cloudflare {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_token_secret_ref: ::std::option::Option<
-        IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef,
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef>,
     >,
     /// Email of the account, only required when using API key based authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -8990,7 +9395,7 @@ pub struct IssuerSpecAcmeSolversDns01Rfc2136 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub tsig_secret_secret_ref: ::std::option::Option<
-        IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef,
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef>,
     >,
 }
 /// The SecretAccessKey is used for authentication. If set, pull the AWS
@@ -9034,7 +9439,11 @@ pub struct IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
     /// token passed to AWS. The default token consisting of the issuer's namespace
     /// and name is always included.
     /// If unset the audience defaults to `sts.amazonaws.com`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub audiences: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Name of the ServiceAccount used to request a token.
     #[serde()]
@@ -9128,11 +9537,13 @@ pub struct IssuerSpecAcmeSolversDns01Route53 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub access_key_id_secret_ref: ::std::option::Option<
-        IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef,
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef>,
     >,
     /// Auth configures how cert-manager authenticates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub auth: ::std::option::Option<IssuerSpecAcmeSolversDns01Route53Auth>,
+    pub auth: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Route53Auth>,
+    >,
     /// If set, the provider will manage only this zone in Route53 and will not do a lookup using the route53:ListHostedZonesByName api call.
     #[serde(
         rename = "hostedZoneID",
@@ -9178,7 +9589,7 @@ pub struct IssuerSpecAcmeSolversDns01Route53 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub secret_access_key_secret_ref: ::std::option::Option<
-        IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef,
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef>,
     >,
 }
 /// Configure an external webhook based DNS01 challenge solver to manage
@@ -9232,27 +9643,37 @@ pub struct IssuerSpecAcmeSolversDns01 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub acme_dns: ::std::option::Option<IssuerSpecAcmeSolversDns01AcmeDns>,
+    pub acme_dns: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01AcmeDns>,
+    >,
     /// Use the Akamai DNS zone management API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub akamai: ::std::option::Option<IssuerSpecAcmeSolversDns01Akamai>,
+    pub akamai: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Akamai>,
+    >,
     /// Use the Microsoft Azure DNS API to manage DNS01 challenge records.
     #[serde(
         rename = "azureDNS",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub azure_dns: ::std::option::Option<IssuerSpecAcmeSolversDns01AzureDns>,
+    pub azure_dns: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01AzureDns>,
+    >,
     /// Use the Google Cloud DNS API to manage DNS01 challenge records.
     #[serde(
         rename = "cloudDNS",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub cloud_dns: ::std::option::Option<IssuerSpecAcmeSolversDns01CloudDns>,
+    pub cloud_dns: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01CloudDns>,
+    >,
     /// Use the Cloudflare API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub cloudflare: ::std::option::Option<IssuerSpecAcmeSolversDns01Cloudflare>,
+    pub cloudflare: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Cloudflare>,
+    >,
     /// CNAMEStrategy configures how the DNS01 provider should handle CNAME
     /// records when found in DNS zones.
     #[serde(
@@ -9263,7 +9684,9 @@ pub struct IssuerSpecAcmeSolversDns01 {
     pub cname_strategy: ::std::option::Option<IssuerSpecAcmeSolversDns01CnameStrategy>,
     /// Use the DigitalOcean DNS API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub digitalocean: ::std::option::Option<IssuerSpecAcmeSolversDns01Digitalocean>,
+    pub digitalocean: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Digitalocean>,
+    >,
     /// Nameservers defines a list of DNS nameservers to use for DNS01 propagation
     /// checks. Each entry must be in the format `<host>:<port>` for plain DNS,
     /// where host may be an IP address or hostname, or
@@ -9271,19 +9694,29 @@ pub struct IssuerSpecAcmeSolversDns01 {
     /// the controller's configured global DNS01 recursive nameservers are used.
     /// When specified, this overrides the global nameservers for this solver
     /// only, and disables the authoritative nameserver check.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub nameservers: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Use RFC2136 ("Dynamic Updates in the Domain Name System") (https://datatracker.ietf.org/doc/rfc2136/)
     /// to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub rfc2136: ::std::option::Option<IssuerSpecAcmeSolversDns01Rfc2136>,
+    pub rfc2136: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Rfc2136>,
+    >,
     /// Use the AWS Route53 API to manage DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub route53: ::std::option::Option<IssuerSpecAcmeSolversDns01Route53>,
+    pub route53: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Route53>,
+    >,
     /// Configure an external webhook based DNS01 challenge solver to manage
     /// DNS01 challenge records.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub webhook: ::std::option::Option<IssuerSpecAcmeSolversDns01Webhook>,
+    pub webhook: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversDns01Webhook>,
+    >,
 }
 /// ParentReference identifies an API object (usually a Gateway) that can be considered
 /// a parent of this resource (usually a route). There are two kinds of parent resources
@@ -9467,7 +9900,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector requirement is a selector that contains values, a key, and an operator
@@ -9493,7 +9930,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector term, associated with the corresponding weight.
@@ -9510,6 +9951,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -9521,6 +9963,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(
         rename = "matchFields",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_fields: ::std::option::Option<
@@ -9570,7 +10013,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector requirement is a selector that contains values, a key, and an operator
@@ -9596,7 +10043,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A null or empty node selector term matches no objects. The requirements of
@@ -9615,6 +10066,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -9626,6 +10078,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(
         rename = "matchFields",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_fields: ::std::option::Option<
@@ -9649,7 +10102,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
     /// Required. A list of node selector terms. The terms are ORed.
-    #[serde(rename = "nodeSelectorTerms")]
+    #[serde(
+        rename = "nodeSelectorTerms",
+        deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
+    )]
     pub node_selector_terms: ::std::vec::Vec<
         IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
     >,
@@ -9676,6 +10132,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -9694,7 +10151,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+        >,
     >,
 }
 /// A label selector requirement is a selector that contains values, a key, and an operator that
@@ -9719,7 +10178,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -9737,6 +10200,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -9778,7 +10242,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -9799,6 +10267,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -9836,7 +10305,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -9849,6 +10320,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -9863,6 +10335,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -9879,13 +10352,19 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -9935,7 +10414,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -9953,6 +10436,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -9994,7 +10478,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -10015,6 +10503,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -10057,7 +10546,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -10070,6 +10561,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -10084,6 +10576,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -10100,13 +10593,19 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -10138,6 +10637,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -10155,6 +10655,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -10185,7 +10686,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -10203,6 +10708,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -10244,7 +10750,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -10265,6 +10775,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -10302,7 +10813,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -10315,6 +10828,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -10329,6 +10843,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -10345,13 +10860,19 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -10401,7 +10922,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -10419,6 +10944,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -10460,7 +10986,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -10481,6 +11011,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -10523,7 +11054,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -10536,6 +11069,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -10550,6 +11084,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -10566,13 +11101,19 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -10604,6 +11145,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -10621,6 +11163,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -10646,7 +11189,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub node_affinity: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity,
+        >,
     >,
     /// Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
@@ -10655,7 +11200,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_affinity: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity,
+        >,
     >,
     /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
@@ -10664,7 +11211,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_anti_affinity: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity,
+        >,
     >,
 }
 /// LocalObjectReference contains enough information to let you locate the
@@ -10886,7 +11435,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub se_linux_options: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions,
+        >,
     >,
     /// The seccomp options to use by the containers in this pod.
     /// Note that this field cannot be set when spec.os.name is windows.
@@ -10896,7 +11447,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub seccomp_profile: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile,
+        >,
     >,
     /// A list of groups applied to the first process run in each container, in addition
     /// to the container's primary GID, the fsGroup (if specified), and group memberships
@@ -10908,13 +11461,18 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
     #[serde(
         rename = "supplementalGroups",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub supplemental_groups: ::std::option::Option<::std::vec::Vec<i64>>,
     /// Sysctls hold a list of namespaced sysctls used for the pod. Pods with unsupported
     /// sysctls (by the container runtime) might fail to launch.
     /// Note that this field cannot be set when spec.os.name is windows.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub sysctls: ::std::option::Option<
         ::std::vec::Vec<
             IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls,
@@ -10977,12 +11535,15 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     /// If specified, the pod's scheduling constraints
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub affinity: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity,
+        >,
     >,
     /// If specified, the pod's imagePullSecrets
     #[serde(
         rename = "imagePullSecrets",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub image_pull_secrets: ::std::option::Option<
@@ -11016,7 +11577,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     /// Kubernetes will reject pod creation if limits are lower than requests, causing challenge failures.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub resources: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources,
+        >,
     >,
     /// If specified, the pod's security context
     #[serde(
@@ -11025,7 +11588,9 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub security_context: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext,
+        >,
     >,
     /// If specified, the pod's service account
     #[serde(
@@ -11035,7 +11600,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
     )]
     pub service_account_name: ::std::option::Option<::std::string::String>,
     /// If specified, the pod's tolerations.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub tolerations: ::std::option::Option<
         ::std::vec::Vec<
             IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations,
@@ -11059,14 +11628,14 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub metadata: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata>,
     >,
     /// PodSpec defines overrides for the HTTP01 challenge solver pod.
     /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
     /// All other fields will be ignored.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub spec: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec>,
     >,
 }
 /// The Gateway API is a sig-network community API that models service networking
@@ -11095,6 +11664,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoute {
     #[serde(
         rename = "parentRefs",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub parent_refs: ::std::option::Option<
@@ -11108,7 +11678,7 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoute {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_template: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate>,
     >,
     /// Optional service type for Kubernetes solver service. Supported values
     /// are NodePort or ClusterIP. If unset, defaults to NodePort.
@@ -11160,7 +11730,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressIngressTemplate {
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub metadata: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata>,
     >,
 }
 /// ObjectMeta overrides for the pod used to solve HTTP01 challenges.
@@ -11210,7 +11780,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector requirement is a selector that contains values, a key, and an operator
@@ -11236,7 +11810,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector term, associated with the corresponding weight.
@@ -11253,6 +11831,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -11264,6 +11843,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(
         rename = "matchFields",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_fields: ::std::option::Option<
@@ -11313,7 +11893,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A node selector requirement is a selector that contains values, a key, and an operator
@@ -11339,7 +11923,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     /// the values array must be empty. If the operator is Gt or Lt, the values
     /// array must have a single element, which will be interpreted as an integer.
     /// This array is replaced during a strategic merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A null or empty node selector term matches no objects. The requirements of
@@ -11358,6 +11946,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -11369,6 +11958,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(
         rename = "matchFields",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_fields: ::std::option::Option<
@@ -11392,7 +11982,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
     /// Required. A list of node selector terms. The terms are ORed.
-    #[serde(rename = "nodeSelectorTerms")]
+    #[serde(
+        rename = "nodeSelectorTerms",
+        deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
+    )]
     pub node_selector_terms: ::std::vec::Vec<
         IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
     >,
@@ -11419,6 +12012,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -11437,7 +12031,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+        >,
     >,
 }
 /// A label selector requirement is a selector that contains values, a key, and an operator that
@@ -11462,7 +12058,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -11480,6 +12080,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -11521,7 +12122,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -11542,6 +12147,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -11579,7 +12185,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -11592,6 +12200,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -11606,6 +12215,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -11622,13 +12232,19 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -11678,7 +12294,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -11696,6 +12316,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -11737,7 +12358,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -11758,6 +12383,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -11800,7 +12426,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -11813,6 +12441,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -11827,6 +12456,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -11843,13 +12473,19 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -11881,6 +12517,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity 
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -11898,6 +12535,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity 
     #[serde(
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -11928,7 +12566,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -11946,6 +12588,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -11987,7 +12630,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -12008,6 +12655,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -12045,7 +12693,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -12058,6 +12708,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -12072,6 +12723,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -12088,13 +12740,19 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -12144,7 +12802,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over a set of resources, in this case pods.
@@ -12162,6 +12824,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -12203,7 +12866,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// A label query over the set of namespaces that the term applies to.
@@ -12224,6 +12891,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -12266,7 +12934,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+        >,
     >,
     /// MatchLabelKeys is a set of pod label keys to select which pods will
     /// be taken into consideration. The keys are used to lookup values from the
@@ -12279,6 +12949,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "matchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_label_keys: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -12293,6 +12964,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "mismatchLabelKeys",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mismatch_label_keys: ::std::option::Option<
@@ -12309,13 +12981,19 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+        >,
     >,
     /// namespaces specifies a static list of namespace names that the term applies to.
     /// The term is applied to the union of the namespaces listed in this field
     /// and the ones selected by namespaceSelector.
     /// null or empty namespaces list and null namespaceSelector means "this pod's namespace".
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub namespaces: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// This pod should be co-located (affinity) or not co-located (anti-affinity) with the pods matching
     /// the labelSelector in the specified namespaces, where co-located is defined as running on a node
@@ -12347,6 +13025,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "preferredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preferred_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -12364,6 +13043,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(
         rename = "requiredDuringSchedulingIgnoredDuringExecution",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub required_during_scheduling_ignored_during_execution: ::std::option::Option<
@@ -12389,7 +13069,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub node_affinity: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity,
+        >,
     >,
     /// Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
@@ -12398,7 +13080,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_affinity: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity,
+        >,
     >,
     /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
     #[serde(
@@ -12407,7 +13091,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_anti_affinity: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity,
+        >,
     >,
 }
 /// LocalObjectReference contains enough information to let you locate the
@@ -12629,7 +13315,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub se_linux_options: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions,
+        >,
     >,
     /// The seccomp options to use by the containers in this pod.
     /// Note that this field cannot be set when spec.os.name is windows.
@@ -12639,7 +13327,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub seccomp_profile: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile,
+        >,
     >,
     /// A list of groups applied to the first process run in each container, in addition
     /// to the container's primary GID, the fsGroup (if specified), and group memberships
@@ -12651,13 +13341,18 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
     #[serde(
         rename = "supplementalGroups",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub supplemental_groups: ::std::option::Option<::std::vec::Vec<i64>>,
     /// Sysctls hold a list of namespaced sysctls used for the pod. Pods with unsupported
     /// sysctls (by the container runtime) might fail to launch.
     /// Note that this field cannot be set when spec.os.name is windows.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub sysctls: ::std::option::Option<
         ::std::vec::Vec<
             IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls,
@@ -12720,12 +13415,13 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// If specified, the pod's scheduling constraints
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub affinity: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity>,
     >,
     /// If specified, the pod's imagePullSecrets
     #[serde(
         rename = "imagePullSecrets",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub image_pull_secrets: ::std::option::Option<
@@ -12759,7 +13455,7 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     /// Kubernetes will reject pod creation if limits are lower than requests, causing challenge failures.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub resources: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources>,
     >,
     /// If specified, the pod's security context
     #[serde(
@@ -12768,7 +13464,9 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub security_context: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext,
+        ::std::boxed::Box<
+            IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext,
+        >,
     >,
     /// If specified, the pod's service account
     #[serde(
@@ -12778,7 +13476,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
     )]
     pub service_account_name: ::std::option::Option<::std::string::String>,
     /// If specified, the pod's tolerations.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub tolerations: ::std::option::Option<
         ::std::vec::Vec<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations>,
     >,
@@ -12800,13 +13502,15 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplate {
     /// will override the in-built values.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub metadata: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata>,
     >,
     /// PodSpec defines overrides for the HTTP01 challenge solver pod.
     /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
     /// All other fields will be ignored.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub spec: ::std::option::Option<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec>,
+    pub spec: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec>,
+    >,
 }
 /// The ingress based HTTP01 challenge solver will solve challenges by
 /// creating or modifying Ingress resources in order to route requests for
@@ -12845,7 +13549,7 @@ pub struct IssuerSpecAcmeSolversHttp01Ingress {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ingress_template: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressIngressTemplate,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressIngressTemplate>,
     >,
     /// The name of the ingress resource that should have ACME challenge solving
     /// routes inserted into it in order to solve HTTP01 challenges.
@@ -12863,7 +13567,7 @@ pub struct IssuerSpecAcmeSolversHttp01Ingress {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_template: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01IngressPodTemplate,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressPodTemplate>,
     >,
     /// Optional service type for Kubernetes solver service. Supported values
     /// are NodePort or ClusterIP. If unset, defaults to NodePort.
@@ -12897,14 +13601,16 @@ pub struct IssuerSpecAcmeSolversHttp01 {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub gateway_http_route: ::std::option::Option<
-        IssuerSpecAcmeSolversHttp01GatewayHttpRoute,
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01GatewayHttpRoute>,
     >,
     /// The ingress based HTTP01 challenge solver will solve challenges by
     /// creating or modifying Ingress resources in order to route requests for
     /// '/.well-known/acme-challenge/XYZ' to 'challenge solver' pods that are
     /// provisioned by cert-manager for each Challenge to be completed.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ingress: ::std::option::Option<IssuerSpecAcmeSolversHttp01Ingress>,
+    pub ingress: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversHttp01Ingress>,
+    >,
 }
 /// Selector selects a set of DNSNames on the Certificate resource that
 /// should be solved using this challenge solver.
@@ -12930,6 +13636,7 @@ pub struct IssuerSpecAcmeSolversSelector {
     #[serde(
         rename = "dnsNames",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub dns_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -12945,6 +13652,7 @@ pub struct IssuerSpecAcmeSolversSelector {
     #[serde(
         rename = "dnsZones",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub dns_zones: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -12974,20 +13682,22 @@ pub struct IssuerSpecAcmeSolvers {
     /// Configures cert-manager to attempt to complete authorizations by
     /// performing the DNS01 challenge flow.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub dns01: ::std::option::Option<IssuerSpecAcmeSolversDns01>,
+    pub dns01: ::std::option::Option<::std::boxed::Box<IssuerSpecAcmeSolversDns01>>,
     /// Configures cert-manager to attempt to complete authorizations by
     /// performing the HTTP01 challenge flow.
     /// It is not possible to obtain certificates for wildcard domain names
     /// (e.g., `*.example.com`) using the HTTP01 challenge mechanism.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub http01: ::std::option::Option<IssuerSpecAcmeSolversHttp01>,
+    pub http01: ::std::option::Option<::std::boxed::Box<IssuerSpecAcmeSolversHttp01>>,
     /// Selector selects a set of DNSNames on the Certificate resource that
     /// should be solved using this challenge solver.
     /// If not specified, the solver will be treated as the 'default' solver
     /// with the lowest priority, i.e. if any other solver has a more specific
     /// match, it will be used instead.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub selector: ::std::option::Option<IssuerSpecAcmeSolversSelector>,
+    pub selector: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecAcmeSolversSelector>,
+    >,
     /// WaitInsteadOfSelfCheck, if set, skips cert-manager's self-check and
     /// instead waits this long after presentation before asking the ACME server
     /// to validate the challenge.
@@ -13073,7 +13783,7 @@ pub struct IssuerSpecAcme {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub external_account_binding: ::std::option::Option<
-        IssuerSpecAcmeExternalAccountBinding,
+        ::std::boxed::Box<IssuerSpecAcmeExternalAccountBinding>,
     >,
     /// PreferredChain is the chain to use if the ACME server outputs multiple.
     /// PreferredChain is no guarantee that this one gets delivered by the ACME
@@ -13144,7 +13854,11 @@ pub struct IssuerSpecAcme {
     /// remain pending indefinitely, with only a Warning event recorded
     /// against it.
     /// For more information, see: https://cert-manager.io/docs/configuration/acme/
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub solvers: ::std::option::Option<::std::vec::Vec<IssuerSpecAcmeSolvers>>,
 }
 /// CA configures this issuer to sign certificates using a signing CA keypair
@@ -13165,6 +13879,7 @@ pub struct IssuerSpecCa {
     #[serde(
         rename = "crlDistributionPoints",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub crl_distribution_points: ::std::option::Option<
@@ -13176,6 +13891,7 @@ pub struct IssuerSpecCa {
     #[serde(
         rename = "issuingCertificateURLs",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub issuing_certificate_ur_ls: ::std::option::Option<
@@ -13189,6 +13905,7 @@ pub struct IssuerSpecCa {
     #[serde(
         rename = "ocspServers",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ocsp_servers: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -13214,6 +13931,7 @@ pub struct IssuerSpecSelfSigned {
     #[serde(
         rename = "crlDistributionPoints",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub crl_distribution_points: ::std::option::Option<
@@ -13282,7 +14000,11 @@ pub struct IssuerSpecVaultAuthAppRole {
 pub struct IssuerSpecVaultAuthAwsServiceAccountRef {
     /// TokenAudiences is an optional list of extra audiences to include in the token passed to Vault.
     /// The default audiences are always included in the token.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub audiences: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Name of the ServiceAccount used to request a token.
     #[serde()]
@@ -13335,7 +14057,7 @@ pub struct IssuerSpecVaultAuthAws {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub service_account_ref: ::std::option::Option<
-        IssuerSpecVaultAuthAwsServiceAccountRef,
+        ::std::boxed::Box<IssuerSpecVaultAuthAwsServiceAccountRef>,
     >,
     /// The Vault header value to include in the STS signing request.
     /// This is used to prevent replay attacks.
@@ -13420,7 +14142,11 @@ pub struct IssuerSpecVaultAuthKubernetesSecretRef {
 pub struct IssuerSpecVaultAuthKubernetesServiceAccountRef {
     /// TokenAudiences is an optional list of extra audiences to include in the token passed to Vault.
     /// The default audiences are always included in the token.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub audiences: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// Name of the ServiceAccount used to request a token.
     #[serde()]
@@ -13459,7 +14185,9 @@ pub struct IssuerSpecVaultAuthKubernetes {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub secret_ref: ::std::option::Option<IssuerSpecVaultAuthKubernetesSecretRef>,
+    pub secret_ref: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecVaultAuthKubernetesSecretRef>,
+    >,
     /// A reference to a service account that will be used to request a bound
     /// token (also known as "projected token"). Compared to using "secretRef",
     /// using this field means that you don't rely on statically bound tokens. To
@@ -13471,7 +14199,7 @@ pub struct IssuerSpecVaultAuthKubernetes {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub service_account_ref: ::std::option::Option<
-        IssuerSpecVaultAuthKubernetesServiceAccountRef,
+        ::std::boxed::Box<IssuerSpecVaultAuthKubernetesServiceAccountRef>,
     >,
 }
 /// TokenSecretRef authenticates with Vault by presenting a token.
@@ -13511,12 +14239,12 @@ pub struct IssuerSpecVaultAuth {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub app_role: ::std::option::Option<IssuerSpecVaultAuthAppRole>,
+    pub app_role: ::std::option::Option<::std::boxed::Box<IssuerSpecVaultAuthAppRole>>,
     /// AWS authenticates with Vault using AWS IAM authentication.
     /// This allows authentication using IAM roles for service accounts (IRSA),
     /// EKS Pod Identity (PIA), or ambient credentials (EC2 instance profiles, ECS task role).
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub aws: ::std::option::Option<IssuerSpecVaultAuthAws>,
+    pub aws: ::std::option::Option<::std::boxed::Box<IssuerSpecVaultAuthAws>>,
     /// ClientCertificate authenticates with Vault by presenting a client
     /// certificate during the request's TLS handshake.
     /// Works only when using HTTPS protocol.
@@ -13525,18 +14253,24 @@ pub struct IssuerSpecVaultAuth {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub client_certificate: ::std::option::Option<IssuerSpecVaultAuthClientCertificate>,
+    pub client_certificate: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecVaultAuthClientCertificate>,
+    >,
     /// Kubernetes authenticates with Vault by passing the ServiceAccount
     /// token stored in the named Secret resource to the Vault server.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub kubernetes: ::std::option::Option<IssuerSpecVaultAuthKubernetes>,
+    pub kubernetes: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecVaultAuthKubernetes>,
+    >,
     /// TokenSecretRef authenticates with Vault by presenting a token.
     #[serde(
         rename = "tokenSecretRef",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub token_secret_ref: ::std::option::Option<IssuerSpecVaultAuthTokenSecretRef>,
+    pub token_secret_ref: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecVaultAuthTokenSecretRef>,
+    >,
 }
 /// Reference to a Secret containing a bundle of PEM-encoded CAs to use when
 /// verifying the certificate chain presented by Vault when using HTTPS.
@@ -13642,7 +14376,9 @@ pub struct IssuerSpecVault {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub ca_bundle_secret_ref: ::std::option::Option<IssuerSpecVaultCaBundleSecretRef>,
+    pub ca_bundle_secret_ref: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecVaultCaBundleSecretRef>,
+    >,
     /// Reference to a Secret containing a PEM-encoded Client Certificate to use when the
     /// Vault server requires mTLS.
     #[serde(
@@ -13651,7 +14387,7 @@ pub struct IssuerSpecVault {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub client_cert_secret_ref: ::std::option::Option<
-        IssuerSpecVaultClientCertSecretRef,
+        ::std::boxed::Box<IssuerSpecVaultClientCertSecretRef>,
     >,
     /// Reference to a Secret containing a PEM-encoded Client Private Key to use when the
     /// Vault server requires mTLS.
@@ -13660,7 +14396,9 @@ pub struct IssuerSpecVault {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub client_key_secret_ref: ::std::option::Option<IssuerSpecVaultClientKeySecretRef>,
+    pub client_key_secret_ref: ::std::option::Option<
+        ::std::boxed::Box<IssuerSpecVaultClientKeySecretRef>,
+    >,
     /// Name of the vault namespace. Namespaces is a set of features within Vault Enterprise that allows Vault environments to support Secure Multi-tenancy. e.g: "ns1"
     /// More about namespaces can be found here https://www.vaultproject.io/docs/enterprise/namespaces
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -13845,7 +14583,7 @@ pub struct IssuerSpecVenafiTpp {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ca_bundle_secret_ref: ::std::option::Option<
-        IssuerSpecVenafiTppCaBundleSecretRef,
+        ::std::boxed::Box<IssuerSpecVenafiTppCaBundleSecretRef>,
     >,
     /// CredentialsRef is a reference to a Secret containing the CyberArk Certificate Manager Self-Hosted API credentials.
     /// The secret must contain the key 'access-token' for the Access Token Authentication,
@@ -13871,15 +14609,15 @@ pub struct IssuerSpecVenafi {
     /// Cloud specifies the CyberArk Certificate Manager SaaS configuration settings.
     /// Only one of CyberArk Certificate Manager may be specified.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub cloud: ::std::option::Option<IssuerSpecVenafiCloud>,
+    pub cloud: ::std::option::Option<::std::boxed::Box<IssuerSpecVenafiCloud>>,
     /// NGTS specifies Palo Alto Networks Next Generation Trust Services (NGTS) configuration
     /// using OAuth 2.0 Client Credentials. Only one of tpp, cloud, or ngts may be specified.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ngts: ::std::option::Option<IssuerSpecVenafiNgts>,
+    pub ngts: ::std::option::Option<::std::boxed::Box<IssuerSpecVenafiNgts>>,
     /// TPP specifies CyberArk Certificate Manager Self-Hosted configuration settings.
     /// Only one of CyberArk Certificate Manager may be specified.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub tpp: ::std::option::Option<IssuerSpecVenafiTpp>,
+    pub tpp: ::std::option::Option<::std::boxed::Box<IssuerSpecVenafiTpp>>,
     /// Zone is the Certificate Manager Policy Zone to use for this issuer.
     /// All requests made to the Certificate Manager platform will be restricted by the named
     /// zone policy.
@@ -13900,12 +14638,12 @@ pub struct IssuerSpec {
     /// ACME configures this issuer to communicate with a RFC8555 (ACME) server
     /// to obtain signed x509 certificates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub acme: ::std::option::Option<IssuerSpecAcme>,
+    pub acme: ::std::option::Option<::std::boxed::Box<IssuerSpecAcme>>,
     /// CA configures this issuer to sign certificates using a signing CA keypair
     /// stored in a Secret resource.
     /// This is used to build internal PKIs that are managed by cert-manager.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ca: ::std::option::Option<IssuerSpecCa>,
+    pub ca: ::std::option::Option<::std::boxed::Box<IssuerSpecCa>>,
     /// SelfSigned configures this issuer to 'self sign' certificates using the
     /// private key used to create the CertificateRequest object.
     #[serde(
@@ -13913,15 +14651,15 @@ pub struct IssuerSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub self_signed: ::std::option::Option<IssuerSpecSelfSigned>,
+    pub self_signed: ::std::option::Option<::std::boxed::Box<IssuerSpecSelfSigned>>,
     /// Vault configures this issuer to sign certificates using a HashiCorp Vault
     /// PKI backend.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub vault: ::std::option::Option<IssuerSpecVault>,
+    pub vault: ::std::option::Option<::std::boxed::Box<IssuerSpecVault>>,
     /// Venafi configures this issuer to sign certificates using a CyberArk Certificate Manager Self-Hosted
     /// or SaaS policy zone.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub venafi: ::std::option::Option<IssuerSpecVenafi>,
+    pub venafi: ::std::option::Option<::std::boxed::Box<IssuerSpecVenafi>>,
 }
 /// ACME specific status options.
 /// This field should only be set if the Issuer is configured to use an ACME
@@ -14080,10 +14818,14 @@ pub struct IssuerStatus {
     /// This field should only be set if the Issuer is configured to use an ACME
     /// server to issue certificates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub acme: ::std::option::Option<IssuerStatusAcme>,
+    pub acme: ::std::option::Option<::std::boxed::Box<IssuerStatusAcme>>,
     /// List of status conditions to indicate the status of a CertificateRequest.
     /// Known condition types are `Ready`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub conditions: ::std::option::Option<::std::vec::Vec<IssuerStatusConditions>>,
 }
 /// An Issuer represents a certificate issuing authority which can be

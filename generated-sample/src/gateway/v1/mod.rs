@@ -110,7 +110,9 @@ pub struct GatewayClassSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub parameters_ref: ::std::option::Option<GatewayClassSpecParametersRef>,
+    pub parameters_ref: ::std::option::Option<
+        ::std::boxed::Box<GatewayClassSpecParametersRef>,
+    >,
 }
 /// status of the condition, one of True, False, Unknown.
 #[derive(
@@ -254,13 +256,18 @@ pub struct GatewayClassStatus {
     /// of GatewayClassConditionType for the type of each Condition.
     ///
     /// Default (applied by the server): `[{"lastTransitionTime":"1970-01-01T00:00:00Z","message":"Waiting for controller","reason":"Pending","status":"Unknown","type":"Accepted"}]`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub conditions: ::std::option::Option<::std::vec::Vec<GatewayClassStatusConditions>>,
     /// SupportedFeatures is the set of features the GatewayClass support.
     /// It MUST be sorted in ascending alphabetical order by the Name key.
     #[serde(
         rename = "supportedFeatures",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub supported_features: ::std::option::Option<
@@ -444,7 +451,7 @@ pub struct ReferenceGrantSpec {
     /// this another way, entries MUST be combined using OR.
     ///
     /// Support: Core
-    #[serde()]
+    #[serde(deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact")]
     pub from: ::std::vec::Vec<ReferenceGrantSpecFrom>,
     /// To describes the resources that may be referenced by the resources
     /// described in "From". Each entry in this list MUST be considered to be an
@@ -452,7 +459,7 @@ pub struct ReferenceGrantSpec {
     /// way, entries MUST be combined using OR.
     ///
     /// Support: Core
-    #[serde()]
+    #[serde(deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact")]
     pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
 }
 /// ReferenceGrant identifies kinds of resources in other namespaces that are

@@ -84,7 +84,7 @@ pub struct ServiceMonitorSpecEndpointsAuthorization {
     /// credentials defines a key of a Secret in the namespace that contains the credentials for authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub credentials: ::std::option::Option<
-        ServiceMonitorSpecEndpointsAuthorizationCredentials,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsAuthorizationCredentials>,
     >,
     /// type defines the authentication type. The value is case-insensitive.
     ///
@@ -164,11 +164,15 @@ pub struct ServiceMonitorSpecEndpointsBasicAuth {
     /// password defines a key of a Secret containing the password for
     /// authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub password: ::std::option::Option<ServiceMonitorSpecEndpointsBasicAuthPassword>,
+    pub password: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsBasicAuthPassword>,
+    >,
     /// username defines a key of a Secret containing the username for
     /// authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub username: ::std::option::Option<ServiceMonitorSpecEndpointsBasicAuthUsername>,
+    pub username: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsBasicAuthUsername>,
+    >,
 }
 /// bearerTokenSecret defines a key of a Secret containing the bearer token
 /// used by the client for authentication. The secret needs to be in the
@@ -399,6 +403,7 @@ pub struct ServiceMonitorSpecEndpointsMetricRelabelings {
     #[serde(
         rename = "sourceLabels",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub source_labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -485,11 +490,13 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientId {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
-        ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub secret: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2ClientIdSecret>,
+    pub secret: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2ClientIdSecret>,
+    >,
 }
 /// clientSecret defines a key of a Secret containing the OAuth2
 /// client's secret.
@@ -613,12 +620,12 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
-        ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<
-        ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret>,
     >,
 }
 /// configMap defines the ConfigMap containing data to use for the targets.
@@ -690,12 +697,12 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
-        ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<
-        ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret>,
     >,
 }
 /// keySecret defines the Secret containing the client key file for the targets.
@@ -881,10 +888,14 @@ for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
     /// ca defines the Certificate authority used when verifying server certificates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ca: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigCa>,
+    pub ca: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCa>,
+    >,
     /// cert defines the Client certificate to present when doing client-authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub cert: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfigCert>,
+    pub cert: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCert>,
+    >,
     /// insecureSkipVerify defines how to disable target certificate validation.
     #[serde(
         rename = "insecureSkipVerify",
@@ -899,7 +910,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub key_secret: ::std::option::Option<
-        ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret>,
     >,
     /// maxVersion defines the maximum acceptable TLS version.
     ///
@@ -1006,7 +1017,11 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
     )]
     pub proxy_url: ::std::option::Option<::std::string::String>,
     /// scopes defines the OAuth2 scopes used for the token request.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub scopes: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// tlsConfig defines the TLS configuration to use when connecting to the OAuth2 server.
     /// It requires Prometheus >= v2.43.0.
@@ -1015,7 +1030,9 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub tls_config: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2TlsConfig>,
+    pub tls_config: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfig>,
+    >,
     /// tokenUrl defines the URL to fetch the token from.
     #[serde(rename = "tokenUrl")]
     pub token_url: ::std::string::String,
@@ -1240,6 +1257,7 @@ pub struct ServiceMonitorSpecEndpointsRelabelings {
     #[serde(
         rename = "sourceLabels",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub source_labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1394,11 +1412,13 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCa {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
-        ServiceMonitorSpecEndpointsTlsConfigCaConfigMap,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCaConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub secret: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigCaSecret>,
+    pub secret: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCaSecret>,
+    >,
 }
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
@@ -1469,11 +1489,13 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCert {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
-        ServiceMonitorSpecEndpointsTlsConfigCertConfigMap,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCertConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub secret: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigCertSecret>,
+    pub secret: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCertSecret>,
+    >,
 }
 /// keySecret defines the Secret containing the client key file for the targets.
 #[derive(
@@ -1655,7 +1677,9 @@ for ServiceMonitorSpecEndpointsTlsConfigMinVersion {
 pub struct ServiceMonitorSpecEndpointsTlsConfig {
     /// ca defines the Certificate authority used when verifying server certificates.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub ca: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigCa>,
+    pub ca: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCa>,
+    >,
     /// caFile defines the path to the CA cert in the Prometheus container to use for the targets.
     #[serde(
         rename = "caFile",
@@ -1665,7 +1689,9 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
     pub ca_file: ::std::option::Option<::std::string::String>,
     /// cert defines the Client certificate to present when doing client-authentication.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub cert: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigCert>,
+    pub cert: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCert>,
+    >,
     /// certFile defines the path to the client cert file in the Prometheus container for the targets.
     #[serde(
         rename = "certFile",
@@ -1693,7 +1719,9 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub key_secret: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfigKeySecret>,
+    pub key_secret: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigKeySecret>,
+    >,
     /// maxVersion defines the maximum acceptable TLS version.
     ///
     /// It requires Prometheus >= v2.41.0 or Thanos >= v0.31.0.
@@ -1740,7 +1768,9 @@ pub struct ServiceMonitorSpecEndpoints {
     ///
     /// Cannot be set at the same time as `basicAuth`, `bearerTokenSecret` or `oauth2`.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub authorization: ::std::option::Option<ServiceMonitorSpecEndpointsAuthorization>,
+    pub authorization: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsAuthorization>,
+    >,
     /// basicAuth defines the Basic Authentication credentials used by the
     /// client.
     ///
@@ -1750,7 +1780,9 @@ pub struct ServiceMonitorSpecEndpoints {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub basic_auth: ::std::option::Option<ServiceMonitorSpecEndpointsBasicAuth>,
+    pub basic_auth: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsBasicAuth>,
+    >,
     /// bearerTokenFile defines the file to read bearer token for scraping the target.
     ///
     /// Deprecated: use `authorization` instead.
@@ -1774,7 +1806,7 @@ pub struct ServiceMonitorSpecEndpoints {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub bearer_token_secret: ::std::option::Option<
-        ServiceMonitorSpecEndpointsBearerTokenSecret,
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsBearerTokenSecret>,
     >,
     /// enableHttp2 can be used to disable HTTP2.
     #[serde(
@@ -1829,6 +1861,7 @@ pub struct ServiceMonitorSpecEndpoints {
     #[serde(
         rename = "metricRelabelings",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub metric_relabelings: ::std::option::Option<
@@ -1851,7 +1884,9 @@ pub struct ServiceMonitorSpecEndpoints {
     ///
     /// Cannot be set at the same time as `authorization`, `basicAuth` or `bearerTokenSecret`.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
-    pub oauth2: ::std::option::Option<ServiceMonitorSpecEndpointsOauth2>,
+    pub oauth2: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2>,
+    >,
     /// params define optional HTTP URL parameters.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub params: ::std::option::Option<
@@ -1910,7 +1945,11 @@ pub struct ServiceMonitorSpecEndpoints {
     /// The original scrape job's name is available via the `__tmp_prometheus_job_name` label.
     ///
     /// More info: https://prometheus.io/docs/prometheus/latest/configuration/configuration/#relabel_config
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub relabelings: ::std::option::Option<
         ::std::vec::Vec<ServiceMonitorSpecEndpointsRelabelings>,
     >,
@@ -1946,7 +1985,9 @@ pub struct ServiceMonitorSpecEndpoints {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub tls_config: ::std::option::Option<ServiceMonitorSpecEndpointsTlsConfig>,
+    pub tls_config: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfig>,
+    >,
     /// trackTimestampsStaleness defines whether Prometheus tracks staleness of
     /// the metrics that have an explicit timestamp present in scraped data.
     /// Has no effect if `honorTimestamps` is false.
@@ -2057,6 +2098,7 @@ pub struct ServiceMonitorSpecNamespaceSelector {
     #[serde(
         rename = "matchNames",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -2166,7 +2208,11 @@ pub struct ServiceMonitorSpecSelectorMatchExpressions {
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// selector defines the label selector to select the Kubernetes `Endpoints` objects to scrape metrics from.
@@ -2183,6 +2229,7 @@ pub struct ServiceMonitorSpecSelector {
     #[serde(
         rename = "matchExpressions",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -2351,7 +2398,9 @@ pub struct ServiceMonitorSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub attach_metadata: ::std::option::Option<ServiceMonitorSpecAttachMetadata>,
+    pub attach_metadata: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecAttachMetadata>,
+    >,
     /// bodySizeLimit when defined, bodySizeLimit specifies a job level limit on the size
     /// of uncompressed response body that will be accepted by Prometheus.
     ///
@@ -2373,7 +2422,7 @@ pub struct ServiceMonitorSpec {
     /// endpoints defines the list of endpoints part of this ServiceMonitor.
     /// Defines how to scrape metrics from Kubernetes [Endpoints](https://kubernetes.io/docs/concepts/services-networking/service/#endpoints) objects.
     /// In most cases, an Endpoints object is backed by a Kubernetes [Service](https://kubernetes.io/docs/concepts/services-networking/service/) object with the same name and labels.
-    #[serde()]
+    #[serde(deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact")]
     pub endpoints: ::std::vec::Vec<ServiceMonitorSpecEndpoints>,
     /// fallbackScrapeProtocol defines the protocol to use if a scrape returns blank, unparseable, or otherwise invalid Content-Type.
     ///
@@ -2446,7 +2495,9 @@ pub struct ServiceMonitorSpec {
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub namespace_selector: ::std::option::Option<ServiceMonitorSpecNamespaceSelector>,
+    pub namespace_selector: ::std::option::Option<
+        ::std::boxed::Box<ServiceMonitorSpecNamespaceSelector>,
+    >,
     /// nativeHistogramBucketLimit defines ff there are more than this many buckets in a native histogram,
     /// buckets will be merged to stay within the limit.
     /// It requires Prometheus >= v2.45.0.
@@ -2472,6 +2523,7 @@ pub struct ServiceMonitorSpec {
     #[serde(
         rename = "podTargetLabels",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_target_labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -2517,6 +2569,7 @@ pub struct ServiceMonitorSpec {
     #[serde(
         rename = "scrapeProtocols",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scrape_protocols: ::std::option::Option<
@@ -2555,6 +2608,7 @@ pub struct ServiceMonitorSpec {
     #[serde(
         rename = "targetLabels",
         default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub target_labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -2801,7 +2855,11 @@ for ServiceMonitorStatusBindingsResource {
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorStatusBindings {
     /// conditions defines the current state of the configuration resource when bound to the referenced Workload object.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub conditions: ::std::option::Option<
         ::std::vec::Vec<ServiceMonitorStatusBindingsConditions>,
     >,
@@ -2834,7 +2892,11 @@ pub struct ServiceMonitorStatusBindings {
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorStatus {
     /// bindings defines the list of workload resources (Prometheus, PrometheusAgent, ThanosRuler or Alertmanager) which select the configuration resource.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
     pub bindings: ::std::option::Option<::std::vec::Vec<ServiceMonitorStatusBindings>>,
 }
 /// The `ServiceMonitor` custom resource definition (CRD) defines how `Prometheus` and `PrometheusAgent` can scrape metrics from a group of services.
