@@ -1,5 +1,8 @@
 //! kube-rs's side of the benchmark: `kube_runtime::watcher` feeding a `reflector` store, as
-//! kube-rs users cache objects, syncing one resource from the replay server.
+//! kube-rs users cache objects, syncing one resource from the replay server. `--metadata`:
+//! a watcher of `PartialObjectMeta` instead (metadata-only requests); `--resource servicemonitors`: the custom
+//! resource, decoded into the types informer-gen emits from its CRD (a kube-rs user would
+//! emit equivalent plain structs with kopium).
 
 use std::time::Instant;
 
@@ -8,9 +11,10 @@ use informer_gen_bench::{
     CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag,
     live_heap, relist_memory, report, reset_peak_heap, reset_peak_rss, rss,
 };
+use informer_gen_sample::monitoring_coreos_com::v1::ServiceMonitor;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube_client::Api;
-use kube_client::core::Resource;
+use kube_client::core::{PartialObjectMeta, Resource};
 use kube_runtime::{WatchStreamExt, reflector, watcher};
 
 #[global_allocator]
@@ -127,6 +131,39 @@ where
     std::process::exit(0);
 }
 
+/// Syncs a reflector store of the objects' metadata only (an `Api` of `PartialObjectMeta`
+/// makes metadata-only requests) and returns how many it holds.
+async fn run_metadata<K>(api: Api<PartialObjectMeta<K>>, strip: bool) -> usize
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let config = if flag("--watch-list") {
+        watcher::Config::default().streaming_lists()
+    } else {
+        watcher::Config::default()
+    };
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, config)
+        .modify(move |o| {
+            if strip {
+                o.metadata.managed_fields = None;
+            }
+        })
+        .reflect(writer);
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while stream.next().await.is_some() {}
+    });
+    reader.wait_until_ready().await.unwrap();
+    reader.state().len()
+}
+
 /// The same lister operations as ours, as a kube-rs user writes them over the reflector
 /// store (it has a key lookup but no namespace or custom index: those are scans).
 fn lister_ops(reader: &reflector::Store<Pod>) {
@@ -196,7 +233,27 @@ async fn main() {
     }
     let (heap0, rss0) = (live_heap(), rss());
     let start = Instant::now();
-    let n = match arg("--resource").as_deref().unwrap_or("pods") {
+    let resource = arg("--resource").unwrap_or_else(|| "pods".into());
+    let n = match resource.as_str() {
+        "pods" if flag("--metadata") => run_metadata(Api::<PartialObjectMeta<Pod>>::all(client), strip).await,
+        "configmaps" if flag("--metadata") => {
+            run_metadata(Api::<PartialObjectMeta<ConfigMap>>::all(client), strip).await
+        }
+        "servicemonitors" if flag("--metadata") => {
+            run_metadata(Api::<PartialObjectMeta<ServiceMonitor>>::all(client), strip).await
+        }
+        "servicemonitors" => {
+            run(
+                Api::<ServiceMonitor>::all(client),
+                strip,
+                &server,
+                start,
+                heap0,
+                rss0,
+            )
+            .await
+            .0
+        }
         "pods" => {
             let (n, reader) =
                 run(Api::<Pod>::all(client), strip, &server, start, heap0, rss0).await;

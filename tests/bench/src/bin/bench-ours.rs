@@ -2,7 +2,9 @@
 //! resource from the replay server; `--lean` uses the memory-lean layout instead (the
 //! informers `informer-gen-tests` generates with `Config::lean_type`). `--decode-ceiling`
 //! instead times plain serde_json decoding of the same LIST bytes into the same types (the
-//! ceiling our sync throughput is measured against).
+//! ceiling our sync throughput is measured against). `--resource servicemonitors` syncs the
+//! custom resource of `generated-sample` (types emitted from its CRD); `--metadata` syncs a
+//! metadata-only informer (`PartialObjectMeta`) of the resource instead.
 
 use std::time::Instant;
 
@@ -15,6 +17,7 @@ use informer_runtime::{
     Event, FactoryOptions, HandlerFn, HandlerRegistration, Selector, SharedIndexInformer,
     WatchListMode, strip_managed_fields_meta,
 };
+use informer_gen_sample::monitoring_coreos_com::v1::ServiceMonitor;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use serde::de::DeserializeOwned;
 
@@ -27,8 +30,17 @@ struct Items<T> {
     items: Vec<T>,
 }
 
+/// The collection's path on the replay server.
+fn collection(resource: &str) -> String {
+    match resource {
+        "servicemonitors" => "/apis/monitoring.coreos.com/v1/servicemonitors".into(),
+        core => format!("/api/v1/{core}"),
+    }
+}
+
 async fn decode_ceiling(server: &str, resource: &str, lean: bool) {
     match (resource, lean) {
+        ("servicemonitors", _) => decode_ceiling_of::<ServiceMonitor>(server, resource).await,
         ("pods", false) => decode_ceiling_of::<Pod>(server, resource).await,
         ("pods", true) => decode_ceiling_of::<lean::Pod>(server, resource).await,
         (_, false) => decode_ceiling_of::<ConfigMap>(server, resource).await,
@@ -44,7 +56,7 @@ async fn decode_ceiling_of<T: DeserializeOwned + Send + Sync + 'static>(
     let mut pages = Vec::new();
     let mut cont = String::new();
     loop {
-        let req = http::Request::get(format!("/api/v1/{resource}?limit=500&continue={cont}"))
+        let req = http::Request::get(format!("{}?limit=500&continue={cont}", collection(resource)))
             .body(Vec::new())
             .unwrap();
         let text = client.request_text(req).await.unwrap();
@@ -352,6 +364,31 @@ macro_rules! sync {
     }};
 }
 
+/// Syncs one informer of `factory` (started here), reports and exits: the custom resource
+/// and metadata-only informers, which have no lean variant and no further measurements.
+async fn sync_and_report<K>(
+    name: &str,
+    factory: &informer_runtime::SharedInformerFactory,
+    informer: SharedIndexInformer<K>,
+    start: Instant,
+    (heap0, rss0): (isize, isize),
+) -> !
+where
+    K: informer_runtime::reexports::kube_core::Resource + Send + Sync + 'static,
+{
+    factory.start().unwrap();
+    factory.wait_for_cache_sync().await;
+    let n = informer.lister().list(&Selector::default()).len();
+    report(
+        name,
+        n,
+        start.elapsed().as_secs_f64(),
+        live_heap() - heap0,
+        rss() - rss0,
+    );
+    std::process::exit(0)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let server = arg("--server").expect("--server URL");
@@ -366,6 +403,43 @@ async fn main() {
         WatchListMode::Auto
     };
     let strip = flag("--strip-managed-fields");
+    if flag("--metadata") || resource == "servicemonitors" {
+        use informer_gen_sample::InformerFactoryExt as _;
+        let options = FactoryOptions {
+            transform: strip.then(strip_managed_fields_meta),
+            watch_list,
+            ..Default::default()
+        };
+        let before = (live_heap(), rss());
+        let start = Instant::now();
+        let factory = informer_gen_sample::new_factory(client(&server), options);
+        if flag("--metadata") {
+            let name = "informer-gen (metadata)";
+            match resource.as_str() {
+                "pods" => {
+                    let informer = factory.core().v1().pods().metadata_informer().unwrap();
+                    sync_and_report(name, &factory, informer, start, before).await
+                }
+                "configmaps" => {
+                    let informer = factory.core().v1().configmaps().metadata_informer().unwrap();
+                    sync_and_report(name, &factory, informer, start, before).await
+                }
+                "servicemonitors" => {
+                    let servicemonitors = factory.monitoring_coreos_com().v1().servicemonitors();
+                    let informer = servicemonitors.metadata_informer().unwrap();
+                    sync_and_report(name, &factory, informer, start, before).await
+                }
+                other => panic!("unknown resource {other}"),
+            }
+        }
+        let informer = factory
+            .monitoring_coreos_com()
+            .v1()
+            .servicemonitors()
+            .informer()
+            .unwrap();
+        sync_and_report("informer-gen", &factory, informer, start, before).await
+    }
     if lean {
         // Lean roots keep managedFields apart from ObjectMeta; their own transform drops them.
         let options = FactoryOptions {

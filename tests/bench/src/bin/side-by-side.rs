@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
-//!     [--sections sync,listers,memory,generator,events] [--workloads configmaps,pods-shared,pods-unique] [--events N] [--paced-events 3000] [--rate 1000]
+//!     [--sections sync,listers,memory,generator,check,events] [--workloads configmaps,pods-shared,pods-unique] [--events N] [--paced-events 3000] [--rate 1000]
 //! ```
 
 use std::io::{BufRead, BufReader};
@@ -142,8 +142,15 @@ fn main() {
     if section("memory") {
         memory_table(&mut table, &go_bin, &clients, n, runs);
     }
-    if section("generator") {
-        generator_table(&mut table, &go_bin);
+    if section("generator") || section("check") {
+        if let Some(generators) = Generators::prepare(&mut table, &go_bin) {
+            if section("generator") {
+                generator_table(&mut table, &generators);
+            }
+            if section("check") {
+                check_table(&mut table, &generators);
+            }
+        }
     }
     if section("events") {
         let event_clients: [(&str, PathBuf, &[&str]); 5] = [
@@ -199,16 +206,28 @@ fn sync_table(
     n: usize,
     runs: usize,
 ) {
-    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere. Ratios are against informer-gen (lean), the first row of each group.\n\n"));
-    table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | lean ÷ it | RSS/object | time to synced | objects/s | lean speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    for workload in ["configmaps", "pods-shared", "pods-unique"] {
+    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere. Ratios are against the first row of each group (informer-gen). servicemonitors: a custom resource (prometheus-operator's ServiceMonitor), ours and kube-rs on the types informer-gen emits from its CRD, client-go through a dynamic informer (unstructured). Metadata only: each client's metadata-only informer (`PartialObjectMeta`; client-go's metadatainformer, kube-rs's `metadata_watcher`).\n\n"));
+    table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | first ÷ it | RSS/object | time to synced | objects/s | first's speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    // The custom resource has no lean layout and no protobuf: ours on its generated types,
+    // client-go's dynamic informer, kube-rs on the same generated types.
+    let cr_clients: [(&str, PathBuf, &[&str]); 4] = [
+        ("informer-gen (CRD types)", ours.to_path_buf(), &[]),
+        ("informer-gen (CRD types, paged list)", ours.to_path_buf(), &["--paged-list"]),
+        ("client-go (dynamic informer)", go_bin.join("bench-clientgo"), &[]),
+        ("kube-rs (same CRD types)", clients.last().unwrap().1.clone(), &[]),
+    ];
+    let metadata_clients: [(&str, PathBuf, &[&str]); 3] = [
+        ("informer-gen (metadata)", ours.to_path_buf(), &["--metadata"]),
+        ("client-go (metadata)", go_bin.join("bench-clientgo"), &["--metadata"]),
+        ("kube-rs (metadata)", clients.last().unwrap().1.clone(), &["--metadata"]),
+    ];
+    for workload in ["configmaps", "pods-shared", "pods-unique", "servicemonitors"] {
         if arg("--workloads").is_some_and(|w| !w.split(',').any(|x| x == workload)) {
             continue;
         }
-        let resource = if workload == "configmaps" {
-            "configmaps"
-        } else {
-            "pods"
+        let resource = match workload {
+            "configmaps" | "servicemonitors" => workload,
+            _ => "pods",
         };
         let server = replay(go_bin, workload, n);
         let per_obj = server.bytes / n as f64;
@@ -225,14 +244,25 @@ fn sync_table(
             }
             run(ours, &args)["sync_seconds"].as_f64().unwrap()
         };
-        let (ceiling_lean, ceiling_k8s) = (ceiling(true), ceiling(false));
-        for strip in [false, true] {
+        // The custom resource has one type, so one ceiling.
+        let ceiling_k8s = ceiling(false);
+        let ceiling_lean = if resource == "servicemonitors" { ceiling_k8s } else { ceiling(true) };
+        for (strip, metadata) in [(false, false), (true, false), (false, true)] {
             if strip && resource == "configmaps" {
                 // The ConfigMaps of this workload carry no managedFields.
                 continue;
             }
+            if metadata && workload == "pods-unique" {
+                // Metadata is as unique in pods-shared.
+                continue;
+            }
+            let group = match (metadata, resource) {
+                (true, _) => &metadata_clients[..],
+                (false, "servicemonitors") => &cr_clients[..],
+                _ => clients,
+            };
             let mut rows = Vec::new();
-            for (name, cmd, extra) in clients {
+            for (name, cmd, extra) in group {
                 let mut args = vec!["--server", server.url.as_str(), "--resource", resource];
                 args.extend_from_slice(extra);
                 if strip {
@@ -275,30 +305,37 @@ fn sync_table(
                     format!("{:.2}×", time.0 / ours_time)
                 };
                 let share = match *name {
-                    _ if strip => "—".to_string(),
+                    _ if strip || metadata => "—".to_string(),
                     lean if lean.starts_with("informer-gen (lean") => {
                         format!(
                             "{:.0}% of {ceiling_lean:.2} s",
                             100.0 * ceiling_lean / time.0
                         )
                     }
-                    "informer-gen (k8s-openapi)" => {
+                    ours if ours.starts_with("informer-gen") => {
                         format!("{:.0}% of {ceiling_k8s:.2} s", 100.0 * ceiling_k8s / time.0)
                     }
                     _ => "—".to_string(),
                 };
                 table.push_str(&format!(
                     "| {workload} ({per_obj:.0} B) | {} | {name} | {:.1} KB ({:.1}–{:.1}) | {ratio_heap} | {:.1} KB | {:.2} s ({:.2}–{:.2}) | {:.0} | {ratio_speed} | {share} |\n",
-                    if strip { "dropped" } else { "kept" },
+                    match (strip, metadata) { (true, _) => "dropped", (_, true) => "kept, metadata only", _ => "kept" },
                     heap.0 / 1000.0, heap.1 / 1000.0, heap.2 / 1000.0, rss.0 / 1000.0, time.0, time.1, time.2, n as f64 / time.0
                 ));
             }
         }
-        table.push_str(&format!(
-            "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling (lean types / k8s-openapi types) | — | — | — | {ceiling_lean:.2} s / {ceiling_k8s:.2} s | {:.0} / {:.0} | — | — |\n",
-            n as f64 / ceiling_lean,
-            n as f64 / ceiling_k8s,
-        ));
+        if resource == "servicemonitors" {
+            table.push_str(&format!(
+                "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling (generated CRD types) | — | — | — | {ceiling_k8s:.2} s | {:.0} | — | — |\n",
+                n as f64 / ceiling_k8s,
+            ));
+        } else {
+            table.push_str(&format!(
+                "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling (lean types / k8s-openapi types) | — | — | — | {ceiling_lean:.2} s / {ceiling_k8s:.2} s | {:.0} / {:.0} | — | — |\n",
+                n as f64 / ceiling_lean,
+                n as f64 / ceiling_k8s,
+            ));
+        }
         eprintln!("{workload}: done");
     }
 }
@@ -486,133 +523,153 @@ fn timed(cmd: &mut Command) -> (f64, f64, bool) {
     )
 }
 
-/// The generator against code-generator's lister-gen + informer-gen (over the `k8s.io/api`
-/// packages, the equivalent of the v1.35 spec) and kopium (over the CRD corpus): median wall
-/// time of 3 runs and peak RSS. Needs `../shared/schemas` (or `INFORMER_GEN_SCHEMAS`).
-fn generator_table(table: &mut String, go_bin: &Path) {
-    let schemas = std::env::var("INFORMER_GEN_SCHEMAS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root().join("../shared/schemas"));
-    if !schemas.join("openapi/v2/swagger.json").exists() {
-        table.push_str(&format!(
-            "\n\nGenerator: skipped, no schemas at {}.\n",
-            schemas.display()
-        ));
-        return;
-    }
-    let swagger = schemas.join("openapi/v2/swagger.json");
-    let crds = schemas.join("crds");
-    let out = root().join("target/bench-generator");
-    let ours = root().join("target/release/informer-gen");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "-p", "informer-gen"])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    // code-generator v0.35.4, as its users install it.
-    let gobin = go_bin.join("code-generator");
-    for tool in ["lister-gen", "informer-gen"] {
-        let status = Command::new("go")
-            .args([
-                "install",
-                &format!("k8s.io/code-generator/cmd/{tool}@v0.35.4"),
-            ])
-            .env("GOBIN", &gobin)
-            .current_dir(std::env::temp_dir())
-            .status()
-            .expect("go install");
-        assert!(status.success(), "go install {tool}");
-    }
-    let kopium = root().join("target/kopium/bin/kopium");
-    if !kopium.exists() {
+/// The three generators and their inputs, installed and listed once for the generator and
+/// check sections.
+struct Generators {
+    swagger: PathBuf,
+    crds: PathBuf,
+    crd_files: Vec<PathBuf>,
+    /// The `k8s.io/api` group-version packages code-generator reads.
+    packages: Vec<String>,
+    ours: PathBuf,
+    /// Where code-generator's lister-gen and informer-gen are installed.
+    gobin: PathBuf,
+    kopium: PathBuf,
+    header: PathBuf,
+    go_dir: PathBuf,
+    out: PathBuf,
+}
+
+impl Generators {
+    /// Builds ours, installs code-generator v0.35.4 and kopium 0.24.1 as their users do; None
+    /// (and a line in the table) without `../shared/schemas` (or `INFORMER_GEN_SCHEMAS`).
+    fn prepare(table: &mut String, go_bin: &Path) -> Option<Generators> {
+        let schemas = std::env::var("INFORMER_GEN_SCHEMAS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| root().join("../shared/schemas"));
+        if !schemas.join("openapi/v2/swagger.json").exists() {
+            table.push_str(&format!(
+                "\n\nGenerator: skipped, no schemas at {}.\n",
+                schemas.display()
+            ));
+            return None;
+        }
+        let out = root().join("target/bench-generator");
         let status = Command::new(env!("CARGO"))
-            .args([
-                "install",
-                "kopium",
-                "--locked",
-                "--version",
-                "0.24.1",
-                "--root",
-            ])
-            .arg(root().join("target/kopium"))
+            .args(["build", "--release", "-p", "informer-gen"])
             .status()
             .unwrap();
-        assert!(status.success(), "cargo install kopium");
-    }
-    let go_dir = root().join("tests/go");
-    let packages: Vec<String> = String::from_utf8(
-        Command::new("go")
-            .args(["list", "k8s.io/api/..."])
-            .current_dir(&go_dir)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .lines()
-    .filter(|p| {
-        p.rsplit('/')
-            .next()
-            .is_some_and(|v| v.starts_with('v') && v[1..].starts_with(|c: char| c.is_ascii_digit()))
-    })
-    .map(String::from)
-    .collect();
-    let header = out.join("header.txt");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(&header, "").unwrap();
-    let mut crd_files: Vec<PathBuf> = Vec::new();
-    let mut dirs = vec![crds.clone()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p
-                .extension()
-                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-            {
-                crd_files.push(p);
+        assert!(status.success());
+        let gobin = go_bin.join("code-generator");
+        for tool in ["lister-gen", "informer-gen"] {
+            let status = Command::new("go")
+                .args([
+                    "install",
+                    &format!("k8s.io/code-generator/cmd/{tool}@v0.35.4"),
+                ])
+                .env("GOBIN", &gobin)
+                .current_dir(std::env::temp_dir())
+                .status()
+                .expect("go install");
+            assert!(status.success(), "go install {tool}");
+        }
+        let kopium = root().join("target/kopium/bin/kopium");
+        if !kopium.exists() {
+            let status = Command::new(env!("CARGO"))
+                .args([
+                    "install",
+                    "kopium",
+                    "--locked",
+                    "--version",
+                    "0.24.1",
+                    "--root",
+                ])
+                .arg(root().join("target/kopium"))
+                .status()
+                .unwrap();
+            assert!(status.success(), "cargo install kopium");
+        }
+        let go_dir = root().join("tests/go");
+        let packages: Vec<String> = String::from_utf8(
+            Command::new("go")
+                .args(["list", "k8s.io/api/..."])
+                .current_dir(&go_dir)
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .lines()
+        .filter(|p| {
+            p.rsplit('/').next().is_some_and(|v| {
+                v.starts_with('v') && v[1..].starts_with(|c: char| c.is_ascii_digit())
+            })
+        })
+        .map(String::from)
+        .collect();
+        let header = out.join("header.txt");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(&header, "").unwrap();
+        let crds = schemas.join("crds");
+        let mut crd_files: Vec<PathBuf> = Vec::new();
+        let mut dirs = vec![crds.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p
+                    .extension()
+                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+                {
+                    crd_files.push(p);
+                }
             }
         }
+        crd_files.sort();
+        Some(Generators {
+            swagger: schemas.join("openapi/v2/swagger.json"),
+            crds,
+            crd_files,
+            packages,
+            ours: root().join("target/release/informer-gen"),
+            gobin,
+            kopium,
+            header,
+            go_dir,
+            out,
+        })
     }
-    crd_files.sort();
-    let median3 = |f: &dyn Fn() -> (f64, f64, bool)| {
-        let runs: Vec<(f64, f64, bool)> = (0..3).map(|_| f()).collect();
-        let ok = runs.iter().all(|r| r.2);
-        (
-            stats(runs.iter().map(|r| r.0).collect()),
-            stats(runs.iter().map(|r| r.1).collect()).0,
-            ok,
-        )
-    };
-    let ours_run = |inputs: &[&Path]| {
-        let _ = std::fs::remove_dir_all(out.join("ours"));
-        let mut c = Command::new(&ours);
-        c.arg("generate")
-            .args(inputs)
-            .arg("--out")
-            .arg(out.join("ours"));
+
+    /// Ours over `inputs`, into `dir` (a fresh package).
+    fn ours(&self, inputs: &[&Path], dir: &Path) -> (f64, f64, bool) {
+        let _ = std::fs::remove_dir_all(dir);
+        let mut c = Command::new(&self.ours);
+        c.arg("generate").args(inputs).arg("--out").arg(dir);
         timed(&mut c)
-    };
-    let code_generator = || {
-        let _ = std::fs::remove_dir_all(out.join("go"));
+    }
+
+    /// code-generator's lister-gen, then informer-gen, into `dir/listers` and `dir/informers`
+    /// (Go packages `example.com/gen/...`).
+    fn code_generator(&self, dir: &Path) -> (f64, f64, bool) {
+        let _ = std::fs::remove_dir_all(dir);
         let (t1, m1, ok1) = timed(
-            Command::new(gobin.join("lister-gen"))
+            Command::new(self.gobin.join("lister-gen"))
                 .args(["--output-dir"])
-                .arg(out.join("go/listers"))
+                .arg(dir.join("listers"))
                 .args([
                     "--output-pkg",
                     "example.com/gen/listers",
                     "--go-header-file",
                 ])
-                .arg(&header)
-                .args(&packages)
-                .current_dir(&go_dir),
+                .arg(&self.header)
+                .args(&self.packages)
+                .current_dir(&self.go_dir),
         );
         let (t2, m2, ok2) = timed(
-            Command::new(gobin.join("informer-gen"))
+            Command::new(self.gobin.join("informer-gen"))
                 .args(["--output-dir"])
-                .arg(out.join("go/informers"))
+                .arg(dir.join("informers"))
                 .args([
                     "--output-pkg",
                     "example.com/gen/informers",
@@ -624,17 +681,42 @@ fn generator_table(table: &mut String, go_bin: &Path) {
                     "example.com/gen/listers",
                     "--go-header-file",
                 ])
-                .arg(&header)
-                .args(&packages)
-                .current_dir(&go_dir),
+                .arg(&self.header)
+                .args(&self.packages)
+                .current_dir(&self.go_dir),
         );
         (t1 + t2, m1.max(m2), ok1 && ok2)
-    };
-    // kopium takes one CRD per run (`-f`); a file with several CRDs yields only its first.
+    }
+
+    /// kopium over one CRD file (it takes one per run; a file with several CRDs yields only
+    /// its first).
+    fn kopium(&self, file: &Path) -> Command {
+        let mut c = Command::new(&self.kopium);
+        c.arg("-f").arg(file);
+        c
+    }
+}
+
+/// Median, min and max wall time of 3 runs of `f` (wall time, peak RSS, success), the median
+/// peak RSS, and whether every run succeeded.
+fn median3(f: &dyn Fn() -> (f64, f64, bool)) -> ((f64, f64, f64), f64, bool) {
+    let runs: Vec<(f64, f64, bool)> = (0..3).map(|_| f()).collect();
+    (
+        stats(runs.iter().map(|r| r.0).collect()),
+        stats(runs.iter().map(|r| r.1).collect()).0,
+        runs.iter().all(|r| r.2),
+    )
+}
+
+/// The generator against code-generator's lister-gen + informer-gen (over the `k8s.io/api`
+/// packages, the equivalent of the v1.35 spec) and kopium (over the CRD corpus): median wall
+/// time of 3 runs and peak RSS.
+fn generator_table(table: &mut String, g: &Generators) {
+    let ours_dir = g.out.join("ours");
     let kopium_all = || {
         let (mut t, mut m, mut ok) = (0.0, 0.0f64, true);
-        for f in &crd_files {
-            let (ti, mi, oki) = timed(Command::new(&kopium).arg("-f").arg(f));
+        for f in &g.crd_files {
+            let (ti, mi, oki) = timed(&mut g.kopium(f));
             t += ti;
             m = m.max(mi);
             ok &= oki;
@@ -645,17 +727,17 @@ fn generator_table(table: &mut String, go_bin: &Path) {
         (
             "Kubernetes v1.35 built-in APIs",
             "informer-gen (ours), swagger.json",
-            median3(&|| ours_run(&[&swagger])),
+            median3(&|| g.ours(&[&g.swagger], &ours_dir)),
         ),
         (
             "Kubernetes v1.35 built-in APIs",
             "code-generator lister-gen + informer-gen, k8s.io/api",
-            median3(&code_generator),
+            median3(&|| g.code_generator(&g.out.join("go"))),
         ),
         (
             "CRD corpus",
             "informer-gen (ours), one run",
-            median3(&|| ours_run(&[&crds])),
+            median3(&|| g.ours(&[&g.crds], &ours_dir)),
         ),
         (
             "CRD corpus",
@@ -665,13 +747,13 @@ fn generator_table(table: &mut String, go_bin: &Path) {
         (
             "both",
             "informer-gen (ours), one run",
-            median3(&|| ours_run(&[&swagger, &crds])),
+            median3(&|| g.ours(&[&g.swagger, &g.crds], &ours_dir)),
         ),
     ];
     table.push_str(&format!(
         "\n\nGenerator, median of 3 runs (min–max), wall time and peak RSS of the process (the largest, for several): the built-in APIs ({} `k8s.io/api` group-version packages for code-generator v0.35.4), and the CRD corpus ({} files under `crds/`; kopium 0.24.1 gets one file per run and emits types only). Ours emits informers, listers, the factory and, for CRDs, the types.\n\n| input | tool | wall time | peak RSS | code-generator or kopium ÷ ours |\n|---|---|---|---|---|\n",
-        packages.len(),
-        crd_files.len()
+        g.packages.len(),
+        g.crd_files.len()
     ));
     for (i, (input, tool, ((m, lo, hi), rss, ok))) in rows.iter().enumerate() {
         let ratio = match i {
@@ -685,4 +767,154 @@ fn generator_table(table: &mut String, go_bin: &Path) {
         ));
     }
     eprintln!("generator: done");
+}
+
+/// Marks every file of `dir` (recursively) with `ext` as changed in content, so that a build
+/// recompiles them but nothing else (Go's cache is keyed by content, cargo's by mtime too).
+fn touch_sources(dir: &Path, ext: &str, run: usize) {
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                let mut text = std::fs::read_to_string(&p).unwrap();
+                if let Some(at) = text.find("\n// bench run ") {
+                    text.truncate(at + 1);
+                }
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&format!("// bench run {run}\n"));
+                std::fs::write(&p, text).unwrap();
+            }
+        }
+    }
+}
+
+/// Median (min–max) of 3 timed builds of `build` after `touch` marks the emitted sources
+/// changed, once the dependencies are built by a first, untimed run.
+fn rebuild_time(touch: &dyn Fn(usize), build: &dyn Fn() -> Command) -> ((f64, f64, f64), f64, bool) {
+    let warm = build().status().unwrap().success();
+    let run = std::cell::Cell::new(0);
+    let (time, rss, ok) = median3(&|| {
+        run.set(run.get() + 1);
+        touch(run.get());
+        timed(&mut build())
+    });
+    (time, rss, ok && warm)
+}
+
+/// `cargo check` (Rust) and `go build` (Go) time of what each generator emits, dependencies
+/// already built: ours over the built-ins against code-generator's output, ours over the CRD
+/// corpus against kopium's types for the same files.
+fn check_table(table: &mut String, g: &Generators) {
+    let dir = g.out.join("check");
+    let _ = std::fs::create_dir_all(&dir);
+    let target = root().join("target/bench-check");
+    let cargo_check = |krate: PathBuf| {
+        let target = target.clone();
+        move || {
+            let mut c = Command::new(env!("CARGO"));
+            c.args(["check", "--quiet", "--manifest-path"])
+                .arg(krate.join("Cargo.toml"))
+                .env("CARGO_TARGET_DIR", &target);
+            c
+        }
+    };
+    // Ours: the packages as emitted, each its own workspace.
+    let mut rows = Vec::new();
+    for (label, inputs, name) in [
+        ("Kubernetes v1.35 built-in APIs", vec![g.swagger.as_path()], "ours-builtin"),
+        ("CRD corpus", vec![g.crds.as_path()], "ours-crds"),
+    ] {
+        let krate = dir.join(name);
+        assert!(g.ours(&inputs, &krate).2, "informer-gen generate {inputs:?}");
+        let manifest = krate.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        std::fs::write(&manifest, format!("{text}\n[workspace]\n")).unwrap();
+        let src = krate.join("src");
+        let bytes = dir_bytes(&src, "rs");
+        rows.push((label, format!("informer-gen (ours): informers, listers, factory{} ({:.1} MB of Rust), `cargo check`", if name == "ours-crds" { ", types" } else { "" }, bytes as f64 / 1e6),
+            rebuild_time(&|run| touch_sources(&src, "rs", run), &cargo_check(krate.clone()))));
+    }
+    // code-generator's listers and informers as one Go module beside tests/go's requirements.
+    let go = dir.join("go");
+    assert!(g.code_generator(&go).2, "code-generator");
+    let go_mod = std::fs::read_to_string(g.go_dir.join("go.mod")).unwrap();
+    let go_mod = go_mod.replacen("module informer-gen.test/e2e", "module example.com/gen", 1);
+    std::fs::write(go.join("go.mod"), go_mod).unwrap();
+    std::fs::copy(g.go_dir.join("go.sum"), go.join("go.sum")).unwrap();
+    let go_bytes = dir_bytes(&go, "go");
+    let go_build = || {
+        let mut c = Command::new("go");
+        c.args(["build", "./..."]).current_dir(&go).env("GOFLAGS", "-mod=mod -buildvcs=false");
+        c
+    };
+    rows.insert(1, ("Kubernetes v1.35 built-in APIs", format!("code-generator lister-gen + informer-gen ({:.1} MB of Go), `go build ./...`", go_bytes as f64 / 1e6),
+        rebuild_time(&|run| touch_sources(&go, "go", run), &go_build)));
+    // kopium's types for each CRD file, one module each, in one crate with what they use.
+    let kopium = dir.join("kopium");
+    let _ = std::fs::remove_dir_all(&kopium);
+    std::fs::create_dir_all(kopium.join("src")).unwrap();
+    let mut modules = Vec::new();
+    for (i, f) in g.crd_files.iter().enumerate() {
+        let out = g.kopium(f).stderr(Stdio::null()).output().unwrap();
+        if out.status.success() {
+            std::fs::write(kopium.join(format!("src/crd{i:03}.rs")), out.stdout).unwrap();
+            modules.push(format!("crd{i:03}"));
+        }
+    }
+    std::fs::write(
+        kopium.join("Cargo.toml"),
+        "[package]\nname = \"kopium-corpus\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nkube = { version = \"5.0.0\", default-features = false, features = [\"derive\"] }\nk8s-openapi = { version = \"0.29.0\", features = [\"v1_35\"] }\nschemars = \"1\"\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = \"1\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    // Modules kopium emitted that do not compile are left out (and counted).
+    let write_lib = |modules: &[String]| {
+        let lib: String = modules.iter().map(|m| format!("#[allow(warnings)]\npub mod {m};\n")).collect();
+        std::fs::write(kopium.join("src/lib.rs"), lib).unwrap();
+    };
+    write_lib(&modules);
+    for _ in 0..5 {
+        let out = cargo_check(kopium.clone())().output().unwrap();
+        if out.status.success() {
+            break;
+        }
+        let errors = String::from_utf8_lossy(&out.stderr).into_owned();
+        let before = modules.len();
+        modules.retain(|m| !errors.contains(&format!("src/{m}.rs")));
+        if modules.len() == before {
+            break;
+        }
+        write_lib(&modules);
+    }
+    let kopium_src = kopium.join("src");
+    let kopium_bytes = dir_bytes(&kopium_src, "rs");
+    rows.push(("CRD corpus", format!("kopium: types only, {} of {} files ({:.1} MB of Rust), `cargo check`", modules.len(), g.crd_files.len(), kopium_bytes as f64 / 1e6),
+        rebuild_time(&|run| touch_sources(&kopium_src, "rs", run), &cargo_check(kopium.clone()))));
+    table.push_str("\n\nChecking what each generator emits: wall time of `cargo check` (Rust) or `go build ./...` (Go, which has no check-only build) after the emitted sources change, dependencies built beforehand; median of 3 (min–max); peak RSS: the largest process of the build (wait4).\n\n| input | emitted by, checked with | time | peak RSS |\n|---|---|---|---|\n");
+    for (input, what, ((m, lo, hi), rss, ok)) in rows {
+        let failed = if ok { "" } else { " (failed)" };
+        table.push_str(&format!("| {input} | {what}{failed} | {m:.1} s ({lo:.1}–{hi:.1}) | {:.0} MB |\n", rss / 1e6));
+    }
+    eprintln!("check: done");
+}
+
+/// Bytes of the files with `ext` under `dir`.
+fn dir_bytes(dir: &Path, ext: &str) -> u64 {
+    let mut total = 0;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                total += e.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+        }
+    }
+    total
 }

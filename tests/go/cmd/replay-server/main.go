@@ -8,6 +8,7 @@
 // It prints "listening http://ADDR" and the JSON size of the objects, then serves:
 //
 //	GET /api/v1/{pods|configmaps}?limit=L&continue=C        paged list (resourceVersion of the set)
+//	    (/apis/monitoring.coreos.com/v1/servicemonitors for the servicemonitors workload)
 //	GET /api/v1/{pods|configmaps}?watch=1&sendInitialEvents=true
 //	                                                        every object as ADDED, then the
 //	                                                        initial-events-end BOOKMARK
@@ -15,6 +16,10 @@
 //	Accept: application/vnd.kubernetes.protobuf            the same paged lists in protobuf (a
 //	                                                        protobuf watch stays open without
 //	                                                        events; no protobuf WatchList)
+//	Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1 (or as=PartialObjectMetadata)
+//	                                                        the same lists and watches, metadata
+//	                                                        only (no churn on these watches); wins
+//	                                                        over protobuf in the same Accept header
 //	GET /churn?events=E&rate=R                              on every open watch stream: E MODIFIED
 //	                                                        events (objects in a scattered order,
 //	                                                        resourceVersions 2000000, 2000001, …),
@@ -54,11 +59,12 @@ import (
 const listRV = "1000000"
 
 type server struct {
+	path     string // of the collection
 	resource string
-	kind     string
-	objects  [][]byte // JSON of each object, in key order
+	full     *view
+	meta     *view    // the same objects as PartialObjectMetadata
+	objects  [][]byte // full.objects
 	mu       sync.Mutex
-	pages    map[int][][]byte // limit -> encoded pages
 
 	// Protobuf (client-go's default content type): paged lists only; a protobuf watch is
 	// served as an open stream without events.
@@ -71,6 +77,29 @@ type server struct {
 	templates    map[int]*eventTemplate
 	watchers     map[chan churn]struct{}
 	nextRV       int
+}
+
+// view is one representation of the served objects (full, or metadata only) and its paged
+// lists by limit; s.mu guards pages.
+type view struct {
+	objects          [][]byte // JSON of each object, in key order
+	kind, apiVersion string   // of each object (and of bookmarks); the list kind is kind+"List"
+	pages            map[int][][]byte
+}
+
+// metadataView is v's objects as PartialObjectMetadata: their metadata, nothing else.
+func metadataView(v *view) *view {
+	m := &view{kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", pages: map[int][][]byte{}}
+	for _, o := range v.objects {
+		var obj struct {
+			Metadata json.RawMessage `json:"metadata"`
+		}
+		if err := json.Unmarshal(o, &obj); err != nil {
+			panic(err)
+		}
+		m.objects = append(m.objects, []byte(`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":`+string(obj.Metadata)+`}`))
+	}
+	return m
 }
 
 // churn is one /churn request as handed to a watch stream.
@@ -93,13 +122,13 @@ const (
 )
 
 func main() {
-	workload := flag.String("workload", "configmaps", "configmaps | pods-shared | pods-unique")
+	workload := flag.String("workload", "configmaps", "configmaps | pods-shared | pods-unique | servicemonitors")
 	n := flag.Int("n", 10000, "number of objects")
 	templates := flag.Int("templates", 200, "pod templates for pods-shared")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
 
-	s := &server{pages: map[int][][]byte{}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, watchers: map[chan churn]struct{}{}, nextRV: 2000000}
+	s := &server{full: &view{apiVersion: "v1", pages: map[int][][]byte{}}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, watchers: map[chan churn]struct{}{}, nextRV: 2000000}
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
 		panic(err)
@@ -107,9 +136,9 @@ func main() {
 	s.protoSerial = protobuf.NewSerializer(scheme, scheme)
 	switch *workload {
 	case "configmaps":
-		s.resource, s.kind = "configmaps", "ConfigMap"
+		s.resource, s.full.kind = "configmaps", "ConfigMap"
 		for i := 0; i < *n; i++ {
-			s.objects = append(s.objects, must(json.Marshal(configMap(i))))
+			s.full.objects = append(s.full.objects, must(json.Marshal(configMap(i))))
 		}
 		s.newList = func(items [][]byte) runtime.Object {
 			return &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{Kind: "ConfigMapList", APIVersion: "v1"}, Items: decodeAll[corev1.ConfigMap](items)}
@@ -121,7 +150,7 @@ func main() {
 			return must(json.Marshal(o))
 		}
 	case "pods-shared", "pods-unique":
-		s.resource, s.kind = "pods", "Pod"
+		s.resource, s.full.kind = "pods", "Pod"
 		// The template of pod i: shared by every templates-th pod, or its own.
 		templateOf := func(i int) int {
 			if *workload == "pods-unique" {
@@ -130,7 +159,7 @@ func main() {
 			return i % *templates
 		}
 		for i := 0; i < *n; i++ {
-			s.objects = append(s.objects, must(json.Marshal(pod(i, templateOf(i)))))
+			s.full.objects = append(s.full.objects, must(json.Marshal(pod(i, templateOf(i)))))
 		}
 		s.newList = func(items [][]byte) runtime.Object {
 			return &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: decodeAll[corev1.Pod](items)}
@@ -141,10 +170,30 @@ func main() {
 			o.Annotations[sentAnnotation] = sentPlaceholder
 			return must(json.Marshal(o))
 		}
+	case "servicemonitors":
+		// A custom resource (prometheus-operator's ServiceMonitor, the CRD in
+		// generated-sample/schemas/crds), JSON only; no two alike.
+		s.path = "/apis/monitoring.coreos.com/v1/servicemonitors"
+		s.resource, s.full.kind, s.full.apiVersion = "servicemonitors", "ServiceMonitor", "monitoring.coreos.com/v1"
+		for i := 0; i < *n; i++ {
+			s.full.objects = append(s.full.objects, must(json.Marshal(serviceMonitor(i))))
+		}
+		s.marshalChurn = func(i int) []byte {
+			o := serviceMonitor(i)
+			meta := o["metadata"].(map[string]any)
+			meta["resourceVersion"] = rvPlaceholder
+			meta["annotations"] = map[string]any{sentAnnotation: sentPlaceholder}
+			return must(json.Marshal(o))
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "unknown workload %q\n", *workload)
 		os.Exit(2)
 	}
+	if s.path == "" {
+		s.path = "/api/v1/" + s.resource
+	}
+	s.objects = s.full.objects
+	s.meta = metadataView(s.full)
 	total := 0
 	for _, o := range s.objects {
 		total += len(o)
@@ -189,12 +238,16 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%d watch streams\n", open)
 		return
 	}
-	if r.URL.Path != "/api/v1/"+s.resource {
+	if r.URL.Path != s.path {
 		http.NotFound(w, r)
 		return
 	}
 	q := r.URL.Query()
-	proto := strings.Contains(r.Header.Get("Accept"), protobufType)
+	v := s.full
+	if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
+		v = s.meta
+	}
+	proto := v == s.full && s.newList != nil && strings.Contains(r.Header.Get("Accept"), protobufType)
 	if proto {
 		w.Header().Set("Content-Type", protobufType)
 	} else {
@@ -211,7 +264,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 			return
 		}
-		s.watch(w, r)
+		s.watch(w, r, v)
 		return
 	}
 	limit, _ := strconv.Atoi(q.Get("limit"))
@@ -223,7 +276,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if proto {
 		pages = s.protoPagesFor(limit)
 	} else {
-		pages = s.pagesFor(limit)
+		pages = s.pagesFor(v, limit)
 	}
 	if page >= len(pages) {
 		http.Error(w, "bad continue", http.StatusBadRequest)
@@ -232,28 +285,28 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(pages[page])
 }
 
-func (s *server) pagesFor(limit int) [][]byte {
+func (s *server) pagesFor(v *view, limit int) [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if limit <= 0 || limit > len(s.objects) {
-		limit = len(s.objects)
+	if limit <= 0 || limit > len(v.objects) {
+		limit = len(v.objects)
 	}
-	if p, ok := s.pages[limit]; ok {
+	if p, ok := v.pages[limit]; ok {
 		return p
 	}
 	var pages [][]byte
-	for start := 0; start < len(s.objects) || start == 0; start += limit {
+	for start := 0; start < len(v.objects) || start == 0; start += limit {
 		end := start + limit
-		if end > len(s.objects) {
-			end = len(s.objects)
+		if end > len(v.objects) {
+			end = len(v.objects)
 		}
 		var b bytes.Buffer
 		cont := ""
-		if end < len(s.objects) {
+		if end < len(v.objects) {
 			cont = strconv.Itoa(len(pages) + 1)
 		}
-		fmt.Fprintf(&b, `{"kind":"%sList","apiVersion":"v1","metadata":{"resourceVersion":"%s","continue":"%s"},"items":[`, s.kind, listRV, cont)
-		for i, o := range s.objects[start:end] {
+		fmt.Fprintf(&b, `{"kind":"%sList","apiVersion":"%s","metadata":{"resourceVersion":"%s","continue":"%s"},"items":[`, v.kind, v.apiVersion, listRV, cont)
+		for i, o := range v.objects[start:end] {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -261,11 +314,11 @@ func (s *server) pagesFor(limit int) [][]byte {
 		}
 		b.WriteString("]}")
 		pages = append(pages, b.Bytes())
-		if end == len(s.objects) {
+		if end == len(v.objects) {
 			break
 		}
 	}
-	s.pages[limit] = pages
+	v.pages[limit] = pages
 	return pages
 }
 
@@ -303,29 +356,34 @@ func (s *server) protoPagesFor(limit int) [][]byte {
 	return pages
 }
 
-func (s *server) bookmark(initialEnd bool) []byte {
+func (v *view) bookmark(initialEnd bool) []byte {
 	ann := ""
 	if initialEnd {
 		ann = `,"annotations":{"k8s.io/initial-events-end":"true"}`
 	}
-	return []byte(fmt.Sprintf(`{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"v1","metadata":{"resourceVersion":"%s"%s}}}`+"\n", s.kind, listRV, ann))
+	return []byte(fmt.Sprintf(`{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"%s","metadata":{"resourceVersion":"%s"%s}}}`+"\n", v.kind, v.apiVersion, listRV, ann))
 }
 
-func (s *server) watch(w http.ResponseWriter, r *http.Request) {
+func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view) {
 	q := r.URL.Query()
 	flusher := w.(http.Flusher)
 	w.WriteHeader(http.StatusOK)
 	if q.Get("sendInitialEvents") == "true" {
-		for _, o := range s.objects {
+		for _, o := range v.objects {
 			w.Write([]byte(`{"type":"ADDED","object":`))
 			w.Write(o)
 			w.Write([]byte("}\n"))
 		}
-		w.Write(s.bookmark(true))
+		w.Write(v.bookmark(true))
 	} else {
-		w.Write(s.bookmark(false))
+		w.Write(v.bookmark(false))
 	}
 	flusher.Flush()
+	if v != s.full {
+		// Metadata-only watches get no churn: stay open until the client leaves.
+		<-r.Context().Done()
+		return
+	}
 	timeout := 300 * time.Second
 	if t, err := strconv.Atoi(q.Get("timeoutSeconds")); err == nil && t > 0 {
 		timeout = time.Duration(t) * time.Second
@@ -574,4 +632,71 @@ func extraEnv(app string) []corev1.EnvVar {
 	}
 	env = append(env, corev1.EnvVar{Name: "API_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-secrets"}, Key: "token"}}})
 	return env
+}
+
+// serviceMonitor is a ServiceMonitor as kube-prometheus-style charts write them (≈10 KB of
+// JSON): five endpoints with TLS, authorization and relabelings, each object its own.
+func serviceMonitor(i int) map[string]any {
+	ns := fmt.Sprintf("ns-%03d", i%100)
+	app := fmt.Sprintf("svc-%05d", i)
+	created := "2026-11-01T12:00:00Z"
+	relabel := func(source, target, regex, replacement, action string) map[string]any {
+		r := map[string]any{"sourceLabels": []string{source}, "separator": ";", "regex": regex, "action": action}
+		if target != "" {
+			r["targetLabel"], r["replacement"] = target, replacement
+		}
+		return r
+	}
+	var endpoints []any
+	for e, port := range []string{"http-metrics", "https-metrics", "grpc-metrics", "probes", "exporter"} {
+		endpoints = append(endpoints, map[string]any{
+			"port": port, "path": "/metrics", "scheme": "https", "interval": "30s", "scrapeTimeout": "10s",
+			"honorLabels": e%2 == 0, "honorTimestamps": true, "followRedirects": true, "enableHttp2": true,
+			"authorization": map[string]any{"type": "Bearer", "credentials": map[string]any{"name": app + "-scrape-token", "key": "token"}},
+			"tlsConfig": map[string]any{
+				"ca":         map[string]any{"configMap": map[string]any{"name": app + "-ca", "key": "ca.crt"}},
+				"serverName": fmt.Sprintf("%s.%s.svc", app, ns), "insecureSkipVerify": false,
+			},
+			"params": map[string]any{"collect[]": []string{"cpu", "memory", fmt.Sprintf("endpoint-%d", e)}},
+			"relabelings": []any{
+				relabel("__meta_kubernetes_pod_node_name", "node", "(.*)", "$1", "replace"),
+				relabel("__meta_kubernetes_namespace", "namespace", "(.*)", "$1", "replace"),
+				relabel("__meta_kubernetes_pod_name", "pod", "(.*)", "$1", "replace"),
+				relabel("__meta_kubernetes_service_name", "service", "(.*)", "$1", "replace"),
+				relabel("__meta_kubernetes_pod_container_name", "container", "(.*)", "$1", "replace"),
+				relabel("__metrics_path__", "metrics_path", "(.*)", "$1", "replace"),
+			},
+			"metricRelabelings": []any{
+				relabel("__name__", "", "apiserver_request_duration_seconds_bucket;(0.15|0.2|0.3|0.35|0.4|0.45|0.6|0.7|0.8|0.9|1.25|1.5|1.75|2|3|3.5|4|4.5|6|7|8|9|15|25|40|50)", "", "drop"),
+				relabel("__name__", "", "(go_gc_.*|go_memstats_.*|process_.*)", "", "drop"),
+				relabel("__name__", "", fmt.Sprintf("%s_(requests|errors|latency)_.*", strings.ReplaceAll(app, "-", "_")), "", "keep"),
+			},
+		})
+	}
+	return map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+		"metadata": map[string]any{
+			"name": app, "namespace": ns, "uid": fmt.Sprintf("4b2e9d1a-0000-4000-8000-%012d", i),
+			"resourceVersion": strconv.Itoa(1000 + i), "generation": 1, "creationTimestamp": created,
+			"labels": map[string]any{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "kube-prometheus",
+				"app.kubernetes.io/managed-by": "Helm", "release": "prometheus", "team": fmt.Sprintf("team-%d", i%20)},
+			"annotations": map[string]any{"meta.helm.sh/release-name": "prometheus", "meta.helm.sh/release-namespace": ns},
+			"managedFields": []any{map[string]any{"manager": "helm", "operation": "Update", "apiVersion": "monitoring.coreos.com/v1",
+				"time": created, "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:metadata": map[string]any{"f:annotations": map[string]any{".": map[string]any{}, "f:meta.helm.sh/release-name": map[string]any{}, "f:meta.helm.sh/release-namespace": map[string]any{}},
+					"f:labels": map[string]any{".": map[string]any{}, "f:app.kubernetes.io/managed-by": map[string]any{}, "f:app.kubernetes.io/name": map[string]any{}, "f:app.kubernetes.io/part-of": map[string]any{}, "f:release": map[string]any{}, "f:team": map[string]any{}}},
+					"f:spec": map[string]any{".": map[string]any{}, "f:endpoints": map[string]any{}, "f:jobLabel": map[string]any{}, "f:namespaceSelector": map[string]any{".": map[string]any{}, "f:matchNames": map[string]any{}}, "f:selector": map[string]any{}}}}},
+		},
+		"spec": map[string]any{
+			"jobLabel":          "app.kubernetes.io/name",
+			"namespaceSelector": map[string]any{"matchNames": []string{ns}},
+			"selector": map[string]any{
+				"matchLabels":      map[string]any{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "kube-prometheus"},
+				"matchExpressions": []any{map[string]any{"key": "app.kubernetes.io/component", "operator": "In", "values": []string{"server", "worker"}}},
+			},
+			"targetLabels":    []string{"app.kubernetes.io/name", "team"},
+			"podTargetLabels": []string{"app.kubernetes.io/version"},
+			"sampleLimit":     50000,
+			"endpoints":       endpoints,
+		},
+	}
 }
