@@ -42,11 +42,7 @@ where
             o.meta_mut().managed_fields = None;
         }
     };
-    let config = if flag("--watch-list") {
-        watcher::Config::default().streaming_lists()
-    } else {
-        watcher::Config::default()
-    };
+    let config = watcher_config();
     let Some(args) = EventArgs::from_args() else {
         let (reader, writer) = reflector::store();
         let stream = watcher(api, config).modify(modify).reflect(writer);
@@ -131,6 +127,16 @@ where
     std::process::exit(0);
 }
 
+/// The watcher's configuration: kube-rs's default paged list, or WatchList with
+/// `--watch-list`.
+fn watcher_config() -> watcher::Config {
+    if flag("--watch-list") {
+        watcher::Config::default().streaming_lists()
+    } else {
+        watcher::Config::default()
+    }
+}
+
 /// Syncs a reflector store of the objects' metadata only (an `Api` of `PartialObjectMeta`
 /// makes metadata-only requests) and returns how many it holds.
 async fn run_metadata<K>(api: Api<PartialObjectMeta<K>>, strip: bool) -> usize
@@ -143,11 +149,7 @@ where
         + Sync
         + 'static,
 {
-    let config = if flag("--watch-list") {
-        watcher::Config::default().streaming_lists()
-    } else {
-        watcher::Config::default()
-    };
+    let config = watcher_config();
     let (reader, writer) = reflector::store();
     let stream = watcher(api, config)
         .modify(move |o| {

@@ -611,21 +611,7 @@ impl Generators {
         std::fs::create_dir_all(&out).unwrap();
         std::fs::write(&header, "").unwrap();
         let crds = schemas.join("crds");
-        let mut crd_files: Vec<PathBuf> = Vec::new();
-        let mut dirs = vec![crds.clone()];
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    dirs.push(p);
-                } else if p
-                    .extension()
-                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-                {
-                    crd_files.push(p);
-                }
-            }
-        }
+        let mut crd_files = files_under(&crds, &["yaml", "yml", "json"]);
         crd_files.sort();
         Some(Generators {
             swagger: schemas.join("openapi/v2/swagger.json"),
@@ -780,24 +766,16 @@ fn generator_table(table: &mut String, g: &Generators) {
 /// Marks every file of `dir` (recursively) with `ext` as changed in content, so that a build
 /// recompiles them but nothing else (Go's cache is keyed by content, cargo's by mtime too).
 fn touch_sources(dir: &Path, ext: &str, run: usize) {
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == ext) {
-                let mut text = std::fs::read_to_string(&p).unwrap();
-                if let Some(at) = text.find("\n// bench run ") {
-                    text.truncate(at + 1);
-                }
-                if !text.ends_with('\n') {
-                    text.push('\n');
-                }
-                text.push_str(&format!("// bench run {run}\n"));
-                std::fs::write(&p, text).unwrap();
-            }
+    for p in files_under(dir, &[ext]) {
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        if let Some(at) = text.find("\n// bench run ") {
+            text.truncate(at + 1);
         }
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("// bench run {run}\n"));
+        std::fs::write(&p, text).unwrap();
     }
 }
 
@@ -915,17 +893,25 @@ fn check_table(table: &mut String, g: &Generators) {
 
 /// Bytes of the files with `ext` under `dir`.
 fn dir_bytes(dir: &Path, ext: &str) -> u64 {
-    let mut total = 0;
+    files_under(dir, &[ext])
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum()
+}
+
+/// The files under `dir` (recursively) whose extension is one of `exts`, in no set order.
+fn files_under(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
             if p.is_dir() {
                 dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == ext) {
-                total += e.metadata().map(|m| m.len()).unwrap_or(0);
+            } else if p.extension().is_some_and(|x| exts.iter().any(|e| x == *e)) {
+                files.push(p);
             }
         }
     }
-    total
+    files
 }
