@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_client::{Api, Client};
 use kube_core::discovery::Scope;
 use kube_core::{
-    ApiResource, ClusterResourceScope, DynamicObject, DynamicResourceScope, NamespaceResourceScope, PartialObjectMeta,
+    ApiResource, ClusterResourceScope, DynamicObject, DynamicResourceScope, NamespaceResourceScope,
     Resource,
 };
 use parking_lot::Mutex;
@@ -32,6 +32,7 @@ use crate::error::Error;
 use crate::generic::{ErasedInformer, GenericInformer, Gvr, ResourceRegistry};
 use crate::informer::{InformerOptions, SharedIndexInformer};
 use crate::kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
+use crate::lean::LeanPartialObjectMeta;
 use crate::queue::QueueMode;
 use crate::reflector::{ReflectorConfig, WatchListMode};
 use crate::transform::TransformFn;
@@ -242,19 +243,30 @@ impl SharedInformerFactory {
         })
     }
 
-    /// A shared informer caching only the metadata of `K` (`PartialObjectMeta<K>`).
-    pub fn metadata_informer_for<K>(&self) -> Result<SharedIndexInformer<PartialObjectMeta<K>>, Error>
+    /// A shared informer caching only the metadata of `K` (client-go's metadata informer),
+    /// as [`LeanPartialObjectMeta<K>`]. The factory's metadata transform reaches all of it,
+    /// `managedFields` included (see [`LeanMeta::apply_object_meta_transform`]).
+    ///
+    /// [`LeanMeta::apply_object_meta_transform`]: crate::lean::LeanMeta::apply_object_meta_transform
+    pub fn metadata_informer_for<K>(&self) -> Result<SharedIndexInformer<LeanPartialObjectMeta<K>>, Error>
     where
-        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K: Resource<DynamicType = ()> + Send + Sync + 'static,
         K::Scope: InformerScope,
     {
-        self.get_or_insert(InformerKey::Type(TypeId::of::<PartialObjectMeta<K>>()), || {
+        self.get_or_insert(InformerKey::Type(TypeId::of::<LeanPartialObjectMeta<K>>()), || {
             let api = <K::Scope as InformerScope>::api::<K>(self.client.clone(), &(), self.options.namespace.as_deref());
             let informer = SharedIndexInformer::new(
                 MetadataListerWatcher::new(api),
                 self.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))),
             );
-            self.apply_meta_transform(&informer);
+            if let Some(t) = self.options.transform.clone() {
+                let f: TransformFn<LeanPartialObjectMeta<K>> = Arc::new(move |mut o: LeanPartialObjectMeta<K>| {
+                    o.metadata.apply_object_meta_transform(&*t);
+                    o
+                });
+                // The informer was just created and not started, so this cannot fail.
+                let _ = informer.set_transform(f);
+            }
             informer
         })
     }

@@ -7,12 +7,15 @@
 use std::fmt::Debug;
 
 use futures::{StreamExt, TryStreamExt};
-use kube_client::Api;
+use std::marker::PhantomData;
+
+use kube_client::{Api, Client};
 use kube_core::params::{ListParams, WatchParams};
-use kube_core::{PartialObjectMeta, Resource};
+use kube_core::{ObjectList, Request, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
+use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
 
 /// Lists and watches full objects through a `kube_client::Api<K>` (already scoped to a
@@ -29,17 +32,21 @@ impl<K> KubeListerWatcher<K> {
     }
 }
 
-/// Lists and watches only the metadata of objects (`PartialObjectMeta<K>`), through the
-/// API's `PartialObjectMetadataList` content type.
+/// Lists and watches only the metadata of objects, through the API's
+/// `PartialObjectMetadataList` content type, decoding each into a
+/// [`LeanPartialObjectMeta<K>`].
 #[derive(Clone)]
 pub struct MetadataListerWatcher<K> {
-    api: Api<K>,
+    client: Client,
+    request: Request,
+    resource: PhantomData<fn() -> K>,
 }
 
-impl<K> MetadataListerWatcher<K> {
-    /// Wraps `api`.
+impl<K: Resource> MetadataListerWatcher<K> {
+    /// Lists and watches what `api` addresses (its client, resource and namespace).
     pub fn new(api: Api<K>) -> Self {
-        MetadataListerWatcher { api }
+        let request = Request::new(api.resource_url());
+        MetadataListerWatcher { client: api.into_client(), request, resource: PhantomData }
     }
 }
 
@@ -84,13 +91,13 @@ where
     }
 }
 
-impl<K> ListerWatcher<PartialObjectMeta<K>> for MetadataListerWatcher<K>
+impl<K> ListerWatcher<LeanPartialObjectMeta<K>> for MetadataListerWatcher<K>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Send + Sync,
+    K: Resource + Send + Sync + 'static,
 {
-    async fn list(&self, opts: &ListOptions) -> Result<ListPage<PartialObjectMeta<K>>, Error> {
-        let list = self.api.list_metadata(&list_params(opts)).await?;
+    async fn list(&self, opts: &ListOptions) -> Result<ListPage<LeanPartialObjectMeta<K>>, Error> {
+        let req = self.request.list_metadata(&list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
+        let list: ObjectList<LeanPartialObjectMeta<K>> = self.client.request(req).await?;
         Ok(ListPage {
             items: list.items,
             resource_version: list.metadata.resource_version.unwrap_or_default(),
@@ -98,8 +105,12 @@ where
         })
     }
 
-    async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<PartialObjectMeta<K>>, Error> {
-        let s = self.api.watch_metadata(&watch_params(opts), &opts.resource_version).await?;
-        Ok(s.map_err(Error::from).boxed())
+    async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<LeanPartialObjectMeta<K>>, Error> {
+        let req = self
+            .request
+            .watch_metadata(&watch_params(opts), &opts.resource_version)
+            .map_err(kube_client::Error::BuildRequest)?;
+        let s = self.client.request_events::<LeanPartialObjectMeta<K>>(req).await?;
+        Ok(s.map(|event| event.map_err(Error::from)).boxed())
     }
 }

@@ -32,11 +32,12 @@ impl<'f> KindInformer<'f> {
         ::std::result::Result::Ok(KindLister::new(self.informer()?.lister()))
     }
 
-    /// The factory's shared informer caching only the metadata of KIND objects.
+    /// The factory's shared informer caching only the metadata of KIND objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
-        ::informer_runtime::SharedIndexInformer<::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>>,
+        ::informer_runtime::SharedIndexInformer<::informer_runtime::lean::LeanPartialObjectMeta<Object>>,
         ::informer_runtime::Error,
     > {
         self.factory.metadata_informer_for::<Object>()

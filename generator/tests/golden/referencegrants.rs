@@ -289,14 +289,13 @@ pub mod gateway {
                         ReferenceGrantLister::new(self.informer()?.lister()),
                     )
                 }
-                /// The factory's shared informer caching only the metadata of `ReferenceGrant` objects.
+                /// The factory's shared informer caching only the metadata of `ReferenceGrant` objects (`to_kube()`
+                /// on each gives kube's `PartialObjectMeta`).
                 pub fn metadata_informer(
                     &self,
                 ) -> ::std::result::Result<
                     ::informer_runtime::SharedIndexInformer<
-                        ::informer_runtime::reexports::kube_core::PartialObjectMeta<
-                            Object,
-                        >,
+                        ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
                     >,
                     ::informer_runtime::Error,
                 > {
@@ -617,14 +616,13 @@ pub mod gateway {
                         ReferenceGrantLister::new(self.informer()?.lister()),
                     )
                 }
-                /// The factory's shared informer caching only the metadata of `ReferenceGrant` objects.
+                /// The factory's shared informer caching only the metadata of `ReferenceGrant` objects (`to_kube()`
+                /// on each gives kube's `PartialObjectMeta`).
                 pub fn metadata_informer(
                     &self,
                 ) -> ::std::result::Result<
                     ::informer_runtime::SharedIndexInformer<
-                        ::informer_runtime::reexports::kube_core::PartialObjectMeta<
-                            Object,
-                        >,
+                        ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
                     >,
                     ::informer_runtime::Error,
                 > {

@@ -12,7 +12,9 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    ObjectMeta, OwnerReference as K8sOwnerReference,
+};
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -96,6 +98,67 @@ impl LeanMeta {
     pub fn strip_managed_fields(&mut self) {
         self.managed_fields = None;
         self.object_meta.managed_fields = None;
+    }
+}
+
+impl LeanMeta {
+    /// Runs a transform written for k8s-openapi's `ObjectMeta` (a factory's
+    /// [`MetaTransformFn`](crate::MetaTransformFn)) on this metadata.
+    ///
+    /// The transform sees `annotations` and `ownerReferences` in full, and `managedFields`
+    /// as an empty list standing for the lean entries (they are not converted: that would
+    /// cost what the lean form saves). Afterwards: a field it set to `None` is dropped;
+    /// `managedFields` left an empty list keeps the lean entries; anything else it wrote
+    /// replaces the lean value.
+    pub fn apply_object_meta_transform(&mut self, transform: impl FnOnce(&mut ObjectMeta)) {
+        let m = &mut self.object_meta;
+        if let Some(lean) = self.annotations.take() {
+            m.annotations = Some(lean.iter().map(|(k, v)| (k.to_owned(), v.as_str().to_owned())).collect());
+        }
+        if let Some(lean) = self.owner_references.take() {
+            m.owner_references = Some(lean.iter().map(|r| to_k8s_owner_reference(r)).collect());
+        }
+        let had_managed_fields = self.managed_fields.is_some();
+        if had_managed_fields {
+            m.managed_fields = Some(Vec::new());
+        }
+        transform(m);
+        self.annotations = m.annotations.take().map(|a| a.iter().map(|(k, v)| (Str::new(k), Str::new(v))).collect());
+        self.owner_references = m
+            .owner_references
+            .take()
+            .map(|refs| refs.iter().map(|r| Shared::new(from_k8s_owner_reference(r))).collect());
+        match m.managed_fields.take() {
+            None => self.managed_fields = None,
+            Some(written) if written.is_empty() && had_managed_fields => {}
+            Some(written) => {
+                // Both forms have the same JSON, so the conversion cannot fail.
+                self.managed_fields = Some(written.iter().filter_map(|e| super::convert(e).ok()).collect());
+            }
+        }
+    }
+}
+
+fn to_k8s_owner_reference(r: &OwnerReference) -> K8sOwnerReference {
+    let text = |s: &Option<Str>| s.as_deref().unwrap_or_default().to_owned();
+    K8sOwnerReference {
+        api_version: text(&r.api_version),
+        block_owner_deletion: r.block_owner_deletion,
+        controller: r.controller,
+        kind: text(&r.kind),
+        name: text(&r.name),
+        uid: text(&r.uid),
+    }
+}
+
+fn from_k8s_owner_reference(r: &K8sOwnerReference) -> OwnerReference {
+    OwnerReference {
+        api_version: Some(Str::new(&r.api_version)),
+        block_owner_deletion: r.block_owner_deletion,
+        controller: r.controller,
+        kind: Some(Str::new(&r.kind)),
+        name: Some(Str::new(&r.name)),
+        uid: Some(Str::new(&r.uid)),
     }
 }
 

@@ -18,13 +18,15 @@ mod int_or_string;
 mod intern;
 mod map;
 mod meta;
+mod partial_object_meta;
 mod raw_json;
 mod str;
 
 pub use int_or_string::IntOrString;
 pub use intern::{Held, InternTable, Interned, Shared, Table, TableStats};
 pub use map::Map;
-pub use meta::{LeanMeta, ManagedFieldsEntry};
+pub use meta::{LeanMeta, ManagedFieldsEntry, OwnerReference};
+pub use partial_object_meta::{LeanPartialObjectMeta, PARTIAL_OBJECT_METADATA_API_VERSION, PARTIAL_OBJECT_METADATA_KIND};
 pub use raw_json::RawJson;
 pub use str::Str;
 

@@ -44,12 +44,13 @@ impl<'f> MutatingWebhookConfigurationInformer<'f> {
             MutatingWebhookConfigurationLister::new(self.informer()?.lister()),
         )
     }
-    /// The factory's shared informer caching only the metadata of `MutatingWebhookConfiguration` objects.
+    /// The factory's shared informer caching only the metadata of `MutatingWebhookConfiguration` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

@@ -44,12 +44,13 @@ impl<'f> ValidatingAdmissionPolicyBindingInformer<'f> {
             ValidatingAdmissionPolicyBindingLister::new(self.informer()?.lister()),
         )
     }
-    /// The factory's shared informer caching only the metadata of `ValidatingAdmissionPolicyBinding` objects.
+    /// The factory's shared informer caching only the metadata of `ValidatingAdmissionPolicyBinding` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

@@ -37,12 +37,13 @@ impl<'f> ControllerRevisionInformer<'f> {
             ControllerRevisionLister::new(self.informer()?.lister()),
         )
     }
-    /// The factory's shared informer caching only the metadata of `ControllerRevision` objects.
+    /// The factory's shared informer caching only the metadata of `ControllerRevision` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

@@ -31,12 +31,13 @@ impl<'f> JobInformer<'f> {
     pub fn lister(&self) -> ::std::result::Result<JobLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(JobLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `Job` objects.
+    /// The factory's shared informer caching only the metadata of `Job` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

@@ -33,12 +33,13 @@ impl<'f> NamespaceInformer<'f> {
     ) -> ::std::result::Result<NamespaceLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(NamespaceLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `Namespace` objects.
+    /// The factory's shared informer caching only the metadata of `Namespace` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

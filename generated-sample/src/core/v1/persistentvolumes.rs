@@ -35,12 +35,13 @@ impl<'f> PersistentVolumeInformer<'f> {
     ) -> ::std::result::Result<PersistentVolumeLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(PersistentVolumeLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `PersistentVolume` objects.
+    /// The factory's shared informer caching only the metadata of `PersistentVolume` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

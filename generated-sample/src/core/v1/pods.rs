@@ -31,12 +31,13 @@ impl<'f> PodInformer<'f> {
     pub fn lister(&self) -> ::std::result::Result<PodLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(PodLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `Pod` objects.
+    /// The factory's shared informer caching only the metadata of `Pod` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

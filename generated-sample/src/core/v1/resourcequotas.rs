@@ -33,12 +33,13 @@ impl<'f> ResourceQuotaInformer<'f> {
     ) -> ::std::result::Result<ResourceQuotaLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(ResourceQuotaLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `ResourceQuota` objects.
+    /// The factory's shared informer caching only the metadata of `ResourceQuota` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

@@ -33,12 +33,13 @@ impl<'f> SecretInformer<'f> {
     ) -> ::std::result::Result<SecretLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(SecretLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `Secret` objects.
+    /// The factory's shared informer caching only the metadata of `Secret` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

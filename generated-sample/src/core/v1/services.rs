@@ -33,12 +33,13 @@ impl<'f> ServiceInformer<'f> {
     ) -> ::std::result::Result<ServiceLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(ServiceLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `Service` objects.
+    /// The factory's shared informer caching only the metadata of `Service` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

@@ -33,12 +33,13 @@ impl<'f> IngressInformer<'f> {
     ) -> ::std::result::Result<IngressLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(IngressLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `Ingress` objects.
+    /// The factory's shared informer caching only the metadata of `Ingress` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

@@ -33,12 +33,13 @@ impl<'f> RuntimeClassInformer<'f> {
     ) -> ::std::result::Result<RuntimeClassLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(RuntimeClassLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `RuntimeClass` objects.
+    /// The factory's shared informer caching only the metadata of `RuntimeClass` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

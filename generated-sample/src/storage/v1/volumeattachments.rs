@@ -35,12 +35,13 @@ impl<'f> VolumeAttachmentInformer<'f> {
     ) -> ::std::result::Result<VolumeAttachmentLister, ::informer_runtime::Error> {
         ::std::result::Result::Ok(VolumeAttachmentLister::new(self.informer()?.lister()))
     }
-    /// The factory's shared informer caching only the metadata of `VolumeAttachment` objects.
+    /// The factory's shared informer caching only the metadata of `VolumeAttachment` objects (`to_kube()`
+    /// on each gives kube's `PartialObjectMeta`).
     pub fn metadata_informer(
         &self,
     ) -> ::std::result::Result<
         ::informer_runtime::SharedIndexInformer<
-            ::informer_runtime::reexports::kube_core::PartialObjectMeta<Object>,
+            ::informer_runtime::lean::LeanPartialObjectMeta<Object>,
         >,
         ::informer_runtime::Error,
     > {

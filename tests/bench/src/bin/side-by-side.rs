@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
-//!     [--sections sync,listers,memory,generator,check,events] [--workloads configmaps,pods-shared,pods-unique] [--events N] [--paced-events 3000] [--rate 1000]
+//!     [--sections sync,listers,memory,generator,check,events] [--workloads configmaps,pods-shared,pods-unique,servicemonitors] [--groups kept,dropped,metadata] [--events N] [--paced-events 3000] [--rate 1000]
 //! ```
 
 use std::io::{BufRead, BufReader};
@@ -206,7 +206,7 @@ fn sync_table(
     n: usize,
     runs: usize,
 ) {
-    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere. Ratios are against the first row of each group (informer-gen). servicemonitors: a custom resource (prometheus-operator's ServiceMonitor), ours and kube-rs on the types informer-gen emits from its CRD, client-go through a dynamic informer (unstructured). Metadata only: each client's metadata-only informer (`PartialObjectMeta`; client-go's metadatainformer, kube-rs's `metadata_watcher`).\n\n"));
+    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere. Ratios are against the first row of each group (informer-gen). servicemonitors: a custom resource (prometheus-operator's ServiceMonitor), ours and kube-rs on the types informer-gen emits from its CRD, client-go through a dynamic informer (unstructured). Metadata only: each client's metadata-only informer (ours: `LeanPartialObjectMeta`, managedFields as interned compact JSON; client-go's metadatainformer; kube-rs: a watcher of `PartialObjectMeta`).\n\n"));
     table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | first ÷ it | RSS/object | time to synced | objects/s | first's speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
     // The custom resource has no lean layout and no protobuf: ours on its generated types,
     // client-go's dynamic informer, kube-rs on the same generated types.
@@ -254,6 +254,14 @@ fn sync_table(
             }
             if metadata && workload == "pods-unique" {
                 // Metadata is as unique in pods-shared.
+                continue;
+            }
+            let group_name = match (strip, metadata) {
+                (true, _) => "dropped",
+                (_, true) => "metadata",
+                _ => "kept",
+            };
+            if arg("--groups").is_some_and(|g| !g.split(',').any(|x| x == group_name)) {
                 continue;
             }
             let group = match (metadata, resource) {
