@@ -187,6 +187,7 @@ fn version_module(
         }
     }
     for r in rs {
+        let is_lean = matches!(&r.object, ObjectType::Definition(def) if lean.contains(def));
         let object: syn::Type = match &r.object {
             ObjectType::Definition(def) if lean.contains(def) => {
                 // The resource module sits three levels below the root (group, version, resource).
@@ -224,7 +225,7 @@ fn version_module(
         let rid = ident(&rmod);
         let items = templates.resource(
             r.namespaced,
-            &Substitution { object, kind: &r.kind, accessor: &rmod, group, version, plural: &r.plural },
+            &Substitution { object, kind: &r.kind, accessor: &rmod, group, version, plural: &r.plural, lean: is_lean },
         );
         let mut rtree = ModuleTree::new(&format!("The informer and listers of `{}` ({shown}/{version} `{}`).", r.kind, r.plural));
         rtree.items.push(items);

@@ -308,6 +308,10 @@ impl<'a> LeanGen<'a> {
                 }
             }
 
+            impl ::informer_runtime::lean::LeanRoot for #tid {
+                fn lean_meta_mut(&mut self) -> &mut ::informer_runtime::lean::LeanMeta { &mut self.metadata }
+            }
+
             impl ::informer_runtime::reexports::kube_core::Resource for #tid {
                 type DynamicType = ();
                 type Scope = #scope;

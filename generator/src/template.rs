@@ -31,6 +31,8 @@ pub struct Substitution<'a> {
     pub version: &'a str,
     /// Resource (plural).
     pub plural: &'a str,
+    /// The object is a lean root: the factory's `informer_for` becomes `lean_informer_for`.
+    pub lean: bool,
 }
 
 impl Templates {
@@ -76,6 +78,8 @@ impl VisitMut for Rewriter<'_, '_> {
         let name = id.to_string();
         if name == "kinds" {
             *id = Ident::new(self.s.accessor, Span::call_site());
+        } else if name == "informer_for" && self.s.lean {
+            *id = Ident::new("lean_informer_for", Span::call_site());
         } else if let Some(rest) = name.strip_prefix("Kind").filter(|r| !r.is_empty()) {
             *id = Ident::new(&format!("{}{rest}", self.s.kind), Span::call_site());
         }

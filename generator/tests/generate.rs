@@ -200,10 +200,18 @@ fn lean_layout_output_and_errors() {
         // The informer of a lean resource caches the lean type; others keep k8s-openapi.
         "super::super::super::lean::api::core::v1::Pod",
         "::informer_runtime::reexports::k8s_openapi::api::apps::v1::Deployment",
+        // Lean roots go through the factory's lean constructor, so its metadata transform
+        // reaches the metadata LeanMeta keeps apart.
+        "impl ::informer_runtime::lean::LeanRoot for Pod {",
+        "self.factory.lean_informer_for::<Object>()",
     ] {
         let needle: String = needle.split_whitespace().collect();
         assert!(text.contains(&needle), "missing {needle}");
     }
+    // Deployments stay k8s-openapi types and use the plain constructor.
+    let deployments = &text[text.find("pubtypeObject=::informer_runtime::reexports::k8s_openapi::api::apps::v1::Deployment;").expect("the deployments module")..];
+    let deployments = &deployments[..deployments.find("pubfnregister").expect("its register fn")];
+    assert!(deployments.contains("self.factory.informer_for::<Object>()") && !deployments.contains("lean_informer_for"));
     assert!(!text.contains("pubstructDeployment{"), "only the reach of the lean roots is emitted");
 
     let mut bad = single_file(std::slice::from_ref(&swagger), &out);

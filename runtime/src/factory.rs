@@ -32,7 +32,7 @@ use crate::error::Error;
 use crate::generic::{ErasedInformer, GenericInformer, Gvr, ResourceRegistry};
 use crate::informer::{InformerOptions, SharedIndexInformer};
 use crate::kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
-use crate::lean::LeanPartialObjectMeta;
+use crate::lean::{LeanPartialObjectMeta, LeanRoot};
 use crate::queue::QueueMode;
 use crate::reflector::{ReflectorConfig, WatchListMode};
 use crate::transform::TransformFn;
@@ -196,6 +196,21 @@ impl SharedInformerFactory {
         }
     }
 
+    /// [`apply_meta_transform`](Self::apply_meta_transform) for objects with [`LeanMeta`]
+    /// metadata: the transform also reaches the fields `LeanMeta` keeps apart.
+    ///
+    /// [`LeanMeta`]: crate::lean::LeanMeta
+    fn apply_lean_meta_transform<K: LeanRoot + Resource + Send + Sync + 'static>(&self, informer: &SharedIndexInformer<K>) {
+        if let Some(t) = self.options.transform.clone() {
+            let f: TransformFn<K> = Arc::new(move |mut o: K| {
+                o.lean_meta_mut().apply_object_meta_transform(&*t);
+                o
+            });
+            // The informer was just created and not started, so this cannot fail.
+            let _ = informer.set_transform(f);
+        }
+    }
+
     /// The shared informer for `K`, created by `new` on first request (client-go's
     /// `InformerFor`). Generated code uses this for its own constructors.
     pub fn informer_for_with<K>(&self, new: impl FnOnce(&Self) -> SharedIndexInformer<K>) -> Result<SharedIndexInformer<K>, Error>
@@ -233,14 +248,38 @@ impl SharedInformerFactory {
         K::Scope: InformerScope,
     {
         self.informer_for_with(|f| {
-            let api = <K::Scope as InformerScope>::api::<K>(f.client.clone(), &(), f.options.namespace.as_deref());
-            let informer = SharedIndexInformer::new(
-                KubeListerWatcher::new(api),
-                f.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))),
-            );
+            let informer = f.new_typed_informer::<K>();
             f.apply_meta_transform(&informer);
             informer
         })
+    }
+
+    /// The shared informer for a lean root type `K` (generated with `--lean`): as
+    /// [`informer_for`](Self::informer_for), and the factory's metadata transform also
+    /// reaches the metadata `LeanMeta` keeps apart (`managedFields`, annotations, owner
+    /// references).
+    pub fn lean_informer_for<K>(&self) -> Result<SharedIndexInformer<K>, Error>
+    where
+        K: LeanRoot + Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
+        K::Scope: InformerScope,
+    {
+        self.informer_for_with(|f| {
+            let informer = f.new_typed_informer::<K>();
+            f.apply_lean_meta_transform(&informer);
+            informer
+        })
+    }
+
+    fn new_typed_informer<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
+        K::Scope: InformerScope,
+    {
+        let api = <K::Scope as InformerScope>::api::<K>(self.client.clone(), &(), self.options.namespace.as_deref());
+        SharedIndexInformer::new(
+            KubeListerWatcher::new(api),
+            self.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))),
+        )
     }
 
     /// A shared informer caching only the metadata of `K` (client-go's metadata informer),
@@ -259,14 +298,7 @@ impl SharedInformerFactory {
                 MetadataListerWatcher::new(api),
                 self.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))),
             );
-            if let Some(t) = self.options.transform.clone() {
-                let f: TransformFn<LeanPartialObjectMeta<K>> = Arc::new(move |mut o: LeanPartialObjectMeta<K>| {
-                    o.metadata.apply_object_meta_transform(&*t);
-                    o
-                });
-                // The informer was just created and not started, so this cannot fail.
-                let _ = informer.set_transform(f);
-            }
+            self.apply_lean_meta_transform(&informer);
             informer
         })
     }

@@ -12,7 +12,7 @@ use informer_runtime::reexports::k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use informer_runtime::reexports::kube_client::Api;
 use informer_runtime::reexports::kube_client::api::{Patch, PatchParams, PostParams};
 use informer_runtime::reexports::serde_json::{self, Value, json};
-use informer_runtime::{FactoryOptions, Selector, parse_label_selector};
+use informer_runtime::{FactoryOptions, Selector, parse_label_selector, strip_managed_fields_meta};
 
 /// The JSON with explicit `null`s dropped (absent and `null` mean the same to the API).
 fn without_nulls(v: &Value) -> Value {
@@ -48,7 +48,14 @@ async fn lean_pods_and_config_maps_match_the_server() {
     }
 
     let options = FactoryOptions { namespace: Some(ns.to_string()), ..Default::default() };
-    let factory = informer_gen_tests::lean_builtin::new_factory(client.clone(), options);
+    let factory = informer_gen_tests::lean_builtin::new_factory(client.clone(), options.clone());
+    // The factory's metadata transform reaches the managedFields lean roots keep apart.
+    let stripped_factory = informer_gen_tests::lean_builtin::new_factory(
+        client.clone(),
+        FactoryOptions { transform: Some(strip_managed_fields_meta()), ..options },
+    );
+    let stripped_pods = stripped_factory.core().v1().pods().lister().unwrap();
+    stripped_factory.start().unwrap();
     let pod_informer = factory.core().v1().pods();
     let log = EventLog::<lean::Pod>::default();
     pod_informer.informer().unwrap().add_event_handler(log.clone()).unwrap();
@@ -56,6 +63,7 @@ async fn lean_pods_and_config_maps_match_the_server() {
     cm_informer.informer().unwrap();
     factory.start().unwrap();
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
+    assert!(stripped_factory.wait_for_cache_sync().await.values().all(|s| *s));
 
     let pod_lister = pod_informer.lister().unwrap();
     for i in 0..6 {
@@ -65,6 +73,11 @@ async fn lean_pods_and_config_maps_match_the_server() {
         assert!(cached.metadata.managed_fields.is_some(), "the server wrote managedFields");
         assert_eq!(serde_json::to_value(&*cached).unwrap(), without_nulls(&serde_json::to_value(&server).unwrap()), "{name}: lean JSON = server JSON");
         assert_eq!(cached.to_k8s().unwrap(), server, "{name}: lean → k8s-openapi = the server's object");
+        let stripped = stripped_pods.pods(ns).get(&name).unwrap();
+        assert!(stripped.metadata.managed_fields.is_none(), "{name}: strip_managed_fields_meta reached the lean managedFields");
+        let mut expected = server.clone();
+        expected.metadata.managed_fields = None;
+        assert_eq!(stripped.to_k8s().unwrap(), expected, "{name}: all else kept");
     }
     let cm_lister = cm_informer.lister().unwrap();
     for i in 0..6 {
@@ -88,4 +101,5 @@ async fn lean_pods_and_config_maps_match_the_server() {
     assert_eq!(serde_json::to_value(&*pod_lister.pods(ns).get("p-1").unwrap()).unwrap(), without_nulls(&serde_json::to_value(&patched).unwrap()));
     assert!(log.seen().iter().any(|s| s.key.ends_with("/p-1") && s.rv == rv), "the handler saw the update");
     factory.shutdown().await;
+    stripped_factory.shutdown().await;
 }

@@ -162,6 +162,14 @@ fn from_k8s_owner_reference(r: &K8sOwnerReference) -> OwnerReference {
     }
 }
 
+/// A cached type whose metadata is a [`LeanMeta`] (the generated lean roots,
+/// [`LeanPartialObjectMeta`](super::LeanPartialObjectMeta)). The factory runs its metadata
+/// transform on these through [`LeanMeta::apply_object_meta_transform`].
+pub trait LeanRoot {
+    /// The object's metadata.
+    fn lean_meta_mut(&mut self) -> &mut LeanMeta;
+}
+
 impl Deref for LeanMeta {
     type Target = ObjectMeta;
     fn deref(&self) -> &ObjectMeta {

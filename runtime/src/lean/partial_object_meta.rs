@@ -17,7 +17,7 @@ use kube_core::{PartialObjectMeta, Resource};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::LeanMeta;
+use super::{LeanMeta, LeanRoot};
 
 /// The `apiVersion` the API server gives metadata-only objects.
 pub const PARTIAL_OBJECT_METADATA_API_VERSION: &str = "meta.k8s.io/v1";
@@ -55,6 +55,12 @@ impl<K> LeanPartialObjectMeta<K> {
     pub fn without_managed_fields(mut self) -> Self {
         self.metadata.strip_managed_fields();
         self
+    }
+}
+
+impl<K> LeanRoot for LeanPartialObjectMeta<K> {
+    fn lean_meta_mut(&mut self) -> &mut LeanMeta {
+        &mut self.metadata
     }
 }
 
