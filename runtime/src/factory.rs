@@ -185,10 +185,16 @@ impl SharedInformerFactory {
         InformerOptions { resource, resync_period: resync, queue_mode: self.options.queue_mode, reflector }
     }
 
-    fn apply_meta_transform<K: Resource + Send + Sync + 'static>(&self, informer: &SharedIndexInformer<K>) {
+    /// Sets the factory's metadata transform, if any, as `informer`'s transform, run on each
+    /// object by `apply`.
+    fn set_meta_transform<K: Resource + Send + Sync + 'static>(
+        &self,
+        informer: &SharedIndexInformer<K>,
+        apply: fn(&mut K, &(dyn Fn(&mut ObjectMeta) + Send + Sync)),
+    ) {
         if let Some(t) = self.options.transform.clone() {
             let f: TransformFn<K> = Arc::new(move |mut o: K| {
-                t(o.meta_mut());
+                apply(&mut o, &*t);
                 o
             });
             // The informer was just created and not started, so this cannot fail.
@@ -196,19 +202,14 @@ impl SharedInformerFactory {
         }
     }
 
-    /// [`apply_meta_transform`](Self::apply_meta_transform) for objects with [`LeanMeta`]
-    /// metadata: the transform also reaches the fields `LeanMeta` keeps apart.
-    ///
-    /// [`LeanMeta`]: crate::lean::LeanMeta
+    fn apply_meta_transform<K: Resource + Send + Sync + 'static>(&self, informer: &SharedIndexInformer<K>) {
+        self.set_meta_transform(informer, |o, t| t(o.meta_mut()));
+    }
+
+    /// For objects with [`LeanMeta`](crate::lean::LeanMeta) metadata: the transform also
+    /// reaches the fields `LeanMeta` keeps apart.
     fn apply_lean_meta_transform<K: LeanRoot + Resource + Send + Sync + 'static>(&self, informer: &SharedIndexInformer<K>) {
-        if let Some(t) = self.options.transform.clone() {
-            let f: TransformFn<K> = Arc::new(move |mut o: K| {
-                o.lean_meta_mut().apply_object_meta_transform(&*t);
-                o
-            });
-            // The informer was just created and not started, so this cannot fail.
-            let _ = informer.set_transform(f);
-        }
+        self.set_meta_transform(informer, |o, t| o.lean_meta_mut().apply_object_meta_transform(t));
     }
 
     /// The shared informer for `K`, created by `new` on first request (client-go's

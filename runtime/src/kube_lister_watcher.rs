@@ -5,10 +5,9 @@
 //! requested with a continue token never also sends a resourceVersion.
 
 use std::fmt::Debug;
-
-use futures::{StreamExt, TryStreamExt};
 use std::marker::PhantomData;
 
+use futures::{StreamExt, TryStreamExt};
 use kube_client::{Api, Client};
 use kube_core::params::{ListParams, WatchParams};
 use kube_core::{ObjectList, Request, Resource};

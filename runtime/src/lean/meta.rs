@@ -99,9 +99,7 @@ impl LeanMeta {
         self.managed_fields = None;
         self.object_meta.managed_fields = None;
     }
-}
 
-impl LeanMeta {
     /// Runs a transform written for k8s-openapi's `ObjectMeta` (a factory's
     /// [`MetaTransformFn`](crate::MetaTransformFn)) on this metadata.
     ///
@@ -109,7 +107,9 @@ impl LeanMeta {
     /// as an empty list standing for the lean entries (they are not converted: that would
     /// cost what the lean form saves). Afterwards: a field it set to `None` is dropped;
     /// `managedFields` left an empty list keeps the lean entries; anything else it wrote
-    /// replaces the lean value.
+    /// replaces the lean value (annotations come back in key order). Converting annotations
+    /// and owner references costs a few allocations per object; to drop only managedFields
+    /// without it, set `without_managed_fields` as the informer's transform instead.
     pub fn apply_object_meta_transform(&mut self, transform: impl FnOnce(&mut ObjectMeta)) {
         let m = &mut self.object_meta;
         if let Some(lean) = self.annotations.take() {
