@@ -99,7 +99,11 @@ async fn lean_pods_and_config_maps_match_the_server() {
     assert_eq!(pod_lister.pods(ns).list(&web).len(), 4);
     assert_eq!(pod_lister.list(&Selector::default()).len(), 6);
     assert_eq!(serde_json::to_value(&*pod_lister.pods(ns).get("p-1").unwrap()).unwrap(), without_nulls(&serde_json::to_value(&patched).unwrap()));
-    assert!(log.seen().iter().any(|s| s.key.ends_with("/p-1") && s.rv == rv), "the handler saw the update");
+    // Handlers run on their own queues, after the store: the update reaches them shortly.
+    eventually(Duration::from_secs(10), "the handler seeing the update", || {
+        log.seen().iter().any(|s| s.key.ends_with("/p-1") && s.rv == rv)
+    })
+    .await;
     factory.shutdown().await;
     stripped_factory.shutdown().await;
 }

@@ -94,10 +94,15 @@ async fn metadata_informers_hold_the_servers_metadata_and_follow_it() {
 
     cms.delete("c-2", &DeleteParams::default()).await.unwrap();
     eventually(Duration::from_secs(10), "the deleted ConfigMap gone from the cache", || lister.namespace(ns).get("c-2").is_err()).await;
+    // Handlers run on their own queues, after the store: the delete reaches them shortly.
+    let deleted = format!("{ns}/c-2");
+    eventually(Duration::from_secs(10), "the handler seeing the delete", || {
+        log.seen().iter().any(|s| s.kind == "DELETED" && s.key == deleted)
+    })
+    .await;
     let seen = log.seen();
     assert_eq!(seen.iter().filter(|s| s.kind == "ADDED" && s.initial).count(), 6);
     assert!(seen.iter().any(|s| s.kind == "UPDATED" && s.key == format!("{ns}/c-1") && s.rv == rv));
-    assert!(seen.iter().any(|s| s.kind == "DELETED" && s.key == format!("{ns}/c-2")));
     assert_eq!(lister.list_all().len(), 5);
     factory.shutdown().await;
     stripped_factory.shutdown().await;
