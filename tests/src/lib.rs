@@ -14,3 +14,14 @@ pub mod crds {
 pub mod lean_builtin {
     include!(concat!(env!("OUT_DIR"), "/lean_builtin.rs"));
 }
+
+/// The JSON with explicit `null`s dropped: absent and `null` mean the same to the API, and
+/// neither k8s-openapi nor the lean layout keeps the difference.
+pub fn without_nulls(v: &informer_runtime::reexports::serde_json::Value) -> informer_runtime::reexports::serde_json::Value {
+    use informer_runtime::reexports::serde_json::Value;
+    match v {
+        Value::Object(m) => Value::Object(m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(v))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
+}

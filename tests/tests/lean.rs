@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use informer_gen_tests::lean_builtin::lean::api::core::v1::{ConfigMap, Container, Pod};
+use informer_gen_tests::without_nulls;
 use informer_runtime::lean::{Shared, Str};
 use informer_runtime::reexports::k8s_openapi::api::core::v1 as k8s;
 use informer_runtime::reexports::serde_json::{self, Value};
@@ -30,15 +31,6 @@ fn assert_same_json(a: &Value, b: &Value, what: &str) {
     }
 }
 
-/// The JSON with explicit `null`s dropped: absent and `null` mean the same to the API, and
-/// neither k8s-openapi nor the lean layout keeps the difference.
-fn without_nulls(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(v))).collect()),
-        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
-        other => other.clone(),
-    }
-}
 
 fn fixture(name: &str) -> Vec<Value> {
     let path = format!("{}/fixtures/lean/{name}", env!("CARGO_MANIFEST_DIR"));

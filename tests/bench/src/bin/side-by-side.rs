@@ -256,10 +256,11 @@ fn sync_table(
                 // Metadata is as unique in pods-shared.
                 continue;
             }
-            let group_name = match (strip, metadata) {
-                (true, _) => "dropped",
-                (_, true) => "metadata",
-                _ => "kept",
+            // The name `--groups` selects by, and the table's managedFields column.
+            let (group_name, managed_fields) = match (strip, metadata) {
+                (true, _) => ("dropped", "dropped"),
+                (_, true) => ("metadata", "kept, metadata only"),
+                _ => ("kept", "kept"),
             };
             if arg("--groups").is_some_and(|g| !g.split(',').any(|x| x == group_name)) {
                 continue;
@@ -326,8 +327,7 @@ fn sync_table(
                     _ => "—".to_string(),
                 };
                 table.push_str(&format!(
-                    "| {workload} ({per_obj:.0} B) | {} | {name} | {:.1} KB ({:.1}–{:.1}) | {ratio_heap} | {:.1} KB | {:.2} s ({:.2}–{:.2}) | {:.0} | {ratio_speed} | {share} |\n",
-                    match (strip, metadata) { (true, _) => "dropped", (_, true) => "kept, metadata only", _ => "kept" },
+                    "| {workload} ({per_obj:.0} B) | {managed_fields} | {name} | {:.1} KB ({:.1}–{:.1}) | {ratio_heap} | {:.1} KB | {:.2} s ({:.2}–{:.2}) | {:.0} | {ratio_speed} | {share} |\n",
                     heap.0 / 1000.0, heap.1 / 1000.0, heap.2 / 1000.0, rss.0 / 1000.0, time.0, time.1, time.2, n as f64 / time.0
                 ));
             }
