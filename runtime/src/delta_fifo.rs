@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::ObjectKey;
-use crate::queue::{Popped, Population, Queue};
+use crate::queue::{key_or_warn, Popped, Population, Queue};
 
 struct State<K> {
     items: HashMap<ObjectKey, Vec<Delta<K>>>,
@@ -62,20 +62,17 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         if was_empty {
             st.order.push_back(key);
         }
-        self.notify.notify_one();
     }
 
     fn queue_object(&self, kind: DeltaType, obj: Arc<K>, populate: bool) {
-        let Some(key) = ObjectKey::of(&*obj) else {
-            tracing::warn!("dropping an object without metadata.name");
-            return;
-        };
+        let Some(key) = key_or_warn(&*obj) else { return };
         let mut st = self.state.lock();
         if populate {
             let queued = st.order.len();
             st.population.populate(queued);
         }
         self.push(&mut st, Delta::new(kind, key, obj));
+        self.notify.notify_one();
     }
 }
 
@@ -110,6 +107,14 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
 
     fn replace_item(&self, obj: Arc<K>) {
         self.queue_object(DeltaType::Replaced, obj, false);
+    }
+
+    fn replace_items(&self, objs: Vec<(ObjectKey, Arc<K>)>) {
+        let mut st = self.state.lock();
+        for (key, obj) in objs {
+            self.push(&mut st, Delta::new(DeltaType::Replaced, key, obj));
+        }
+        self.notify.notify_one();
     }
 
     fn replace_finish(&self, seen: &HashSet<ObjectKey>) {
@@ -151,6 +156,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         for (key, obj) in self.known.entries() {
             self.push(&mut st, Delta::new(DeltaType::Sync, key, obj));
         }
+        self.notify.notify_one();
     }
 
     fn pop<'a, R: Send + 'a>(

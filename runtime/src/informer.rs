@@ -95,6 +95,9 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
     fn replace_item(&self, obj: Arc<K>) {
         delegate!(self, q => q.replace_item(obj))
     }
+    fn replace_items(&self, objs: Vec<(crate::ObjectKey, Arc<K>)>) {
+        delegate!(self, q => q.replace_items(objs))
+    }
     fn replace_finish(&self, seen: &HashSet<crate::ObjectKey>) {
         delegate!(self, q => q.replace_finish(seen))
     }

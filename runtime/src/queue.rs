@@ -5,9 +5,10 @@
 //! so a relist's deletion detection never misses an object that is between the queue and
 //! the store.
 //!
-//! A relist is written incrementally: [`Queue::replace_item`] for each listed object as its
-//! page (or WatchList event) arrives, then [`Queue::replace_finish`] with the set of keys
-//! seen. No second copy of the listed objects is ever buffered; only their keys are.
+//! A relist is written incrementally: [`Queue::replace_items`] for each page, or for the
+//! WatchList objects the stream has ready, as they arrive (or [`Queue::replace_item`] one by
+//! one), then [`Queue::replace_finish`] with the set of keys seen. No second copy of the
+//! listed objects is ever buffered; only their keys are.
 //!
 //! Invariants of every implementation:
 //! - `has_synced` is false until the first `replace_finish` (or a direct add/update/delete)
@@ -45,6 +46,12 @@ pub trait Queue<K>: Send + Sync {
     fn delete(&self, obj: Arc<K>);
     /// One object of a relist in progress.
     fn replace_item(&self, obj: Arc<K>);
+    /// Objects of a relist in progress, in order, each with its key (`ObjectKey::of` the
+    /// object, which the caller has already built): the same as `replace_item` on each,
+    /// under one lock and with one wake of a waiting pop. Each wake of an idle informer task
+    /// can cost a thread wake-up, more than decoding a small object, so the reflector hands
+    /// over a page, or the WatchList objects the stream has ready, at once.
+    fn replace_items(&self, objs: Vec<(ObjectKey, Arc<K>)>);
     /// Ends a relist: every key known to the store or the queue and not in `seen` gets a
     /// tombstone.
     fn replace_finish(&self, seen: &HashSet<ObjectKey>);
@@ -66,6 +73,16 @@ pub trait Queue<K>: Send + Sync {
     }
     /// Closes the queue: pending and future pops return `None`.
     fn close(&self);
+}
+
+/// The key of an object about to be queued; `None`, logged, for one without `metadata.name`
+/// (which the queues drop).
+pub(crate) fn key_or_warn<K: kube_core::Resource>(obj: &K) -> Option<ObjectKey> {
+    let key = ObjectKey::of(obj);
+    if key.is_none() {
+        tracing::warn!("dropping an object without metadata.name");
+    }
+    key
 }
 
 /// Which queue an informer uses between its reflector and its store.

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::ObjectKey;
-use crate::queue::{Popped, Population, Queue};
+use crate::queue::{key_or_warn, Popped, Population, Queue};
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
@@ -46,10 +46,7 @@ impl<K: Resource + Send + Sync + 'static> InOrderFifo<K> {
     }
 
     fn queue_object(&self, kind: DeltaType, obj: Arc<K>, populate: bool) {
-        let Some(key) = ObjectKey::of(&*obj) else {
-            tracing::warn!("dropping an object without metadata.name");
-            return;
-        };
+        let Some(key) = key_or_warn(&*obj) else { return };
         let mut st = self.state.lock();
         if populate {
             let queued = st.items.len();
@@ -75,6 +72,12 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
 
     fn replace_item(&self, obj: Arc<K>) {
         self.queue_object(DeltaType::Replaced, obj, false);
+    }
+
+    fn replace_items(&self, objs: Vec<(ObjectKey, Arc<K>)>) {
+        let mut st = self.state.lock();
+        st.items.extend(objs.into_iter().map(|(key, obj)| Delta::new(DeltaType::Replaced, key, obj)));
+        self.notify.notify_one();
     }
 
     fn replace_finish(&self, seen: &HashSet<ObjectKey>) {

@@ -181,7 +181,9 @@ async fn expired_continue_token_falls_back_to_one_unpaged_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_list_streams_the_initial_state_without_listing() {
     let server = FakeApiServer::new();
-    for i in 0..50 {
+    // More than two of the reflector's batches of initial objects (256), and a remainder
+    // handed over at the end bookmark.
+    for i in 0..600 {
         server.create(cm("ns", &format!("cm{i}"), &[]));
     }
     let inf = informer(&server, WatchListMode::Auto);
@@ -198,7 +200,9 @@ async fn watch_list_streams_the_initial_state_without_listing() {
     server.create(cm("ns", "late", &[]));
     converged(&server, &inf).await;
     assert_eq!(server.watch_calls().len(), 1);
-    eventually(5, "51 adds", || rec.count("ADD ") == 51).await;
+    eventually(5, "601 adds", || rec.count("ADD ") == 601).await;
+    let initial = rec.lines().iter().filter(|l| l.starts_with("ADD ") && l.ends_with("true")).count();
+    assert_eq!(initial, 600, "every object of the initial stream arrives as initial");
     assert_eq!(rec.count("ADD ns/late"), 1);
     assert!(rec.lines().iter().any(|l| l.starts_with("ADD ns/late") && l.ends_with("false")));
     inf.shutdown().await;

@@ -171,3 +171,53 @@ async fn close_wakes_a_waiting_pop() {
     assert_eq!(waiter.await.unwrap(), None);
 }
 
+
+/// Everything popped after a relist of `objs` (through `relist`) and its `replace_finish`.
+async fn relisted<Q: Queue<ConfigMap>>(q: Q, relist: impl Fn(&Q, Vec<Arc<ConfigMap>>)) -> Vec<(String, DeltaType, bool, String)> {
+    let objs = vec![arc("ns", "a", "1"), arc("ns", "b", "1"), arc("ns", "a", "2"), arc("other", "c", "1")];
+    q.add(arc("ns", "gone", "1"));
+    relist(&q, objs);
+    q.replace_finish(&seen(&["ns/a", "ns/b", "other/c"]));
+    let mut all = Vec::new();
+    while !q.is_empty() {
+        let p = pop(&q).await;
+        all.extend(p.deltas.iter().map(|d| {
+            let rv = d.object.object().metadata.resource_version.clone().unwrap();
+            (d.key.to_string(), d.kind, d.is_tombstone(), rv)
+        }));
+    }
+    all
+}
+
+#[tokio::test]
+async fn replace_items_queues_what_replace_item_on_each_does() {
+    let one_by_one = |q: &dyn Fn(Arc<ConfigMap>), objs: Vec<Arc<ConfigMap>>| objs.into_iter().for_each(q);
+    let keyed = |objs: Vec<Arc<ConfigMap>>| -> Vec<(ObjectKey, Arc<ConfigMap>)> {
+        objs.into_iter().map(|o| (ObjectKey::of(&*o).unwrap(), o)).collect()
+    };
+    let new_in_order = || InOrderFifo::new(Arc::new(Indexer::new()));
+    let expected = relisted(new_in_order(), |q, objs| one_by_one(&|o| q.replace_item(o), objs)).await;
+    assert_eq!(expected.len(), 6, "four replaced, one added, one tombstone: {expected:?}");
+    assert_eq!(relisted(new_in_order(), |q, objs| q.replace_items(keyed(objs))).await, expected);
+    let new_delta = || DeltaFifo::new(Arc::new(Indexer::new()));
+    let expected = relisted(new_delta(), |q, objs| one_by_one(&|o| q.replace_item(o), objs)).await;
+    assert_eq!(expected.len(), 6, "per key: [gone added, tombstone], [a 1, a 2], [b], [c]: {expected:?}");
+    assert_eq!(relisted(new_delta(), |q, objs| q.replace_items(keyed(objs))).await, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_items_wakes_a_waiting_pop() {
+    async fn check<Q: Queue<ConfigMap> + 'static>(q: Arc<Q>) {
+        let popper = tokio::spawn({
+            let q = q.clone();
+            async move { q.pop(|p| kinds(&p)).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let obj = arc("ns", "a", "1");
+        q.replace_items(vec![(ObjectKey::of(&*obj).unwrap(), obj)]);
+        let popped = tokio::time::timeout(std::time::Duration::from_secs(10), popper).await;
+        assert_eq!(popped.expect("woken").unwrap(), Some(vec![("ns/a".into(), DeltaType::Replaced, false)]));
+    }
+    check(Arc::new(InOrderFifo::new(Arc::new(Indexer::new())))).await;
+    check(Arc::new(DeltaFifo::new(Arc::new(Indexer::new())))).await;
+}
