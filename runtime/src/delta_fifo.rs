@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::ObjectKey;
-use crate::queue::{key_or_warn, Popped, Population, Queue};
+use crate::queue::{Popped, Population, Queue, key_or_warn};
 
 struct State<K> {
     items: HashMap<ObjectKey, Vec<Delta<K>>>,

@@ -5,10 +5,10 @@
 //! so a relist's deletion detection never misses an object that is between the queue and
 //! the store.
 //!
-//! A relist is written incrementally: [`Queue::replace_items`] for each page, or for the
-//! WatchList objects the stream has ready, as they arrive (or [`Queue::replace_item`] one by
-//! one), then [`Queue::replace_finish`] with the set of keys seen. No second copy of the
-//! listed objects is ever buffered; only their keys are.
+//! A relist is written incrementally: [`Queue::replace_items`] for each page, or each batch
+//! of WatchList objects, as they arrive (or [`Queue::replace_item`] one by one), then
+//! [`Queue::replace_finish`] with the set of keys seen. No second copy of the listed objects
+//! is ever buffered; only their keys are (and a batch's references until it is queued).
 //!
 //! Invariants of every implementation:
 //! - `has_synced` is false until the first `replace_finish` (or a direct add/update/delete)
@@ -50,7 +50,7 @@ pub trait Queue<K>: Send + Sync {
     /// object, which the caller has already built): the same as `replace_item` on each,
     /// under one lock and with one wake of a waiting pop. Each wake of an idle informer task
     /// can cost a thread wake-up, more than decoding a small object, so the reflector hands
-    /// over a page, or the WatchList objects the stream has ready, at once.
+    /// over a page, or a batch of WatchList objects, at once.
     fn replace_items(&self, objs: Vec<(ObjectKey, Arc<K>)>);
     /// Ends a relist: every key known to the store or the queue and not in `seen` gets a
     /// tombstone.

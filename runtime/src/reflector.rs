@@ -46,9 +46,9 @@ pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 
 /// Initial WatchList objects handed to the queue at once (the last batch is handed over at
 /// the `initial-events-end` bookmark). One call per batch takes one lock and wakes the
-/// informer once: handed over one by one, each object woke an idle informer task, and that
-/// thread wake-up cost more than decoding a small object. A batch holds references to
-/// decoded objects only; nothing is synced before the bookmark anyway.
+/// informer once; one call per object would wake an idle informer task per object, a
+/// thread wake-up that costs more than decoding a small object. A batch holds references
+/// to decoded objects only, and nothing is synced before the bookmark anyway.
 const REPLACE_BATCH: usize = 256;
 
 /// Whether the reflector streams its lists through WatchList.
