@@ -276,11 +276,19 @@ impl SharedInformerFactory {
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
         K::Scope: InformerScope,
     {
+        let (api, options) = self.typed_api_and_options::<K>();
+        SharedIndexInformer::new(KubeListerWatcher::new(api), options)
+    }
+
+    /// The `Api` of `K` in the factory's namespace (or all) and the informer options for its
+    /// resource: what every informer of a compiled-in type starts from.
+    fn typed_api_and_options<K>(&self) -> (Api<K>, InformerOptions)
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: InformerScope,
+    {
         let api = <K::Scope as InformerScope>::api::<K>(self.client.clone(), &(), self.options.namespace.as_deref());
-        SharedIndexInformer::new(
-            KubeListerWatcher::new(api),
-            self.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))),
-        )
+        (api, self.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))))
     }
 
     /// A shared informer caching only the metadata of `K` (client-go's metadata informer),
@@ -294,11 +302,8 @@ impl SharedInformerFactory {
         K::Scope: InformerScope,
     {
         self.get_or_insert(InformerKey::Type(TypeId::of::<LeanPartialObjectMeta<K>>()), || {
-            let api = <K::Scope as InformerScope>::api::<K>(self.client.clone(), &(), self.options.namespace.as_deref());
-            let informer = SharedIndexInformer::new(
-                MetadataListerWatcher::new(api),
-                self.informer_options(gvr_string(&K::group(&()), &K::version(&()), &K::plural(&()))),
-            );
+            let (api, options) = self.typed_api_and_options::<K>();
+            let informer = SharedIndexInformer::new(MetadataListerWatcher::new(api), options);
             self.apply_lean_meta_transform(&informer);
             informer
         })

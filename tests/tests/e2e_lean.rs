@@ -6,15 +6,14 @@
 use std::time::Duration;
 
 use informer_gen_tests::e2e::{Cluster, EventLog, eventually};
-use informer_gen_tests::without_nulls;
 use informer_gen_tests::lean_builtin::InformerFactoryExt;
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
+use informer_gen_tests::without_nulls;
 use informer_runtime::reexports::k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use informer_runtime::reexports::kube_client::Api;
 use informer_runtime::reexports::kube_client::api::{Patch, PatchParams, PostParams};
 use informer_runtime::reexports::serde_json::{self, json};
 use informer_runtime::{FactoryOptions, Selector, parse_label_selector, strip_managed_fields_meta};
-
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lean_pods_and_config_maps_match_the_server() {

@@ -15,7 +15,6 @@ use informer_runtime::reexports::kube_client::api::{DeleteParams, Patch, PatchPa
 use informer_runtime::reexports::serde_json::{self, json};
 use informer_runtime::{FactoryOptions, parse_label_selector, strip_managed_fields_meta};
 
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_informers_hold_the_servers_metadata_and_follow_it() {
     let Some(cluster) = Cluster::shared().await else { return };

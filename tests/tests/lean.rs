@@ -31,7 +31,6 @@ fn assert_same_json(a: &Value, b: &Value, what: &str) {
     }
 }
 
-
 fn fixture(name: &str) -> Vec<Value> {
     let path = format!("{}/fixtures/lean/{name}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
