@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{ToTokens, format_ident, quote};
 
 use crate::error::{Error, Result};
 use crate::lean::{Definitions, LeanGen};
@@ -68,12 +68,13 @@ pub fn informer_resources(resources: &[Resource]) -> Vec<&Resource> {
 }
 
 /// The whole generated module tree for `chosen`, the output of [`informer_resources`].
-pub fn emit(chosen: &[&Resource], externs: &ExternPaths, lean: &BTreeSet<String>, defs: &Definitions) -> Result<ModuleTree> {
+/// CRD types and resource modules are deferred items (see [`crate::output::Deferred`]):
+/// their errors come when the tree is rendered.
+pub fn emit<'a>(chosen: &[&'a Resource], externs: &ExternPaths, lean: &BTreeSet<String>, defs: &Definitions) -> Result<ModuleTree<'a>> {
     let lean_tree = LeanGen::new(defs, externs, lean, chosen)?.emit()?;
-    let templates = Templates::load();
     let group_names = group_modules(chosen.iter().map(|r| r.group.as_str()));
     // group module → (group, version → resources)
-    let mut groups: BTreeMap<&str, (&str, BTreeMap<&str, Vec<&Resource>>)> = BTreeMap::new();
+    let mut groups: BTreeMap<&str, (&'a str, BTreeMap<&'a str, Vec<&'a Resource>>)> = BTreeMap::new();
     for r in chosen {
         let g = groups.entry(group_names[&r.group].as_str()).or_insert((&r.group, BTreeMap::new()));
         g.1.entry(&r.version).or_default().push(r);
@@ -90,7 +91,7 @@ pub fn emit(chosen: &[&Resource], externs: &ExternPaths, lean: &BTreeSet<String>
         let mut vaccessors = Vec::new();
         for (version, rs) in versions {
             let vid = ident(&module_name(version));
-            let vtree = version_module(&templates, externs, lean, group, version, rs, &gid, &vid, &mut registers)?;
+            let vtree = version_module(externs, lean, group, version, rs, &gid, &vid, &mut registers)?;
             gtree.children.insert(module_name(version), vtree);
             let d = format!(" Informers of `{shown}/{version}`.");
             vaccessors.push(quote! {
@@ -162,73 +163,62 @@ fn accessor_struct(doc: &str, methods: Vec<TokenStream>) -> TokenStream {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn version_module(
-    templates: &Templates,
+fn version_module<'a>(
     externs: &ExternPaths,
     lean: &BTreeSet<String>,
-    group: &str,
-    version: &str,
-    rs: &[&Resource],
+    group: &'a str,
+    version: &'a str,
+    rs: &[&'a Resource],
     gid: &proc_macro2::Ident,
     vid: &proc_macro2::Ident,
     registers: &mut Vec<TokenStream>,
-) -> Result<ModuleTree> {
+) -> Result<ModuleTree<'a>> {
     let shown = if group.is_empty() { "core" } else { group };
     let vdoc = format!("Informers, listers and types of `{shown}/{version}`.");
     let mut vtree = ModuleTree::new(&vdoc);
-    let mut names = UniqueNames::default();
-    names.reserve("Informers");
     let mut accessors = Vec::new();
-    let mut type_items = Vec::new();
-    for r in rs {
-        // Kinds keep their names; nested types make way for them.
-        if matches!(r.object, ObjectType::Crd { .. }) {
-            names.reserve(&r.kind);
-        }
-    }
-    for r in rs {
+    // The custom resources whose types this module holds.
+    let mut crds: Vec<&'a Resource> = Vec::new();
+    for &r in rs {
         let is_lean = matches!(&r.object, ObjectType::Definition(def) if lean.contains(def));
-        let object: syn::Type = match &r.object {
+        let object = match &r.object {
             ObjectType::Definition(def) if lean.contains(def) => {
                 // The resource module sits three levels below the root (group, version, resource).
-                let path = format!("super::super::super::{}", LeanGen::root_path(def).expect("LeanGen::new checked the name"));
-                syn::parse_str(&path).map_err(|e| Error::new(&r.source, "", format!("lean path {path:?}: {e}")))?
+                format!("super::super::super::{}", LeanGen::root_path(def).expect("LeanGen::new checked the name"))
             }
-            ObjectType::Definition(def) => {
-                let path = externs.definition(def).ok_or_else(|| {
-                    Error::new(
-                        &r.source,
-                        "/paths",
-                        format!(
-                            "resource {} ({}/{} {}): its schema {def} is not a Kubernetes built-in type; map it to a Rust type with an extern path",
-                            r.plural, shown, version, r.kind
-                        ),
-                    )
-                })?;
-                syn::parse_str(&path).map_err(|e| Error::new(&r.source, "", format!("extern path {path:?}: {e}")))?
-            }
+            ObjectType::Definition(def) => externs.definition(def).ok_or_else(|| {
+                Error::new(
+                    &r.source,
+                    "/paths",
+                    format!(
+                        "resource {} ({}/{} {}): its schema {def} is not a Kubernetes built-in type; map it to a Rust type with an extern path",
+                        r.plural, shown, version, r.kind
+                    ),
+                )
+            })?,
             ObjectType::Unknown => {
                 return Err(Error::new(&r.source, "/paths", format!("resource {} ({shown}/{version}) has no object schema", r.plural)));
             }
-            ObjectType::Crd { schema, pointer } => match externs.custom(group, version, &r.kind) {
-                Some(path) => syn::parse_str(&path).map_err(|e| Error::new(&r.source, "", format!("extern path {path:?}: {e}")))?,
+            ObjectType::Crd { .. } => match externs.custom(group, version, &r.kind) {
+                Some(path) => path,
                 None => {
-                    let mut tg = TypeGen::new(&r.source, &mut names);
-                    tg.root(group, version, &r.kind, &r.plural, r.namespaced, schema, pointer)?;
-                    type_items.extend(tg.items);
-                    let k = format_ident!("{}", r.kind);
-                    syn::parse_quote!(super::#k)
+                    crds.push(r);
+                    format!("super::{}", r.kind)
                 }
             },
         };
+        // Checked here, so that the deferred template below cannot fail.
+        let object_type: syn::Type = syn::parse_str(&object).map_err(|e| Error::new(&r.source, "", format!("object type {object:?}: {e}")))?;
         let rmod = module_name(&r.plural);
         let rid = ident(&rmod);
-        let items = templates.resource(
-            r.namespaced,
-            &Substitution { object, kind: &r.kind, accessor: &rmod, group, version, plural: &r.plural, lean: is_lean },
-        );
         let mut rtree = ModuleTree::new(&format!("The informer and listers of `{}` ({shown}/{version} `{}`).", r.kind, r.plural));
-        rtree.items.push(items);
+        let accessor = rmod.clone();
+        let object_tokens = object_type.to_token_stream().to_string();
+        rtree.deferred.push(Box::new(move || {
+            let object: syn::Type = syn::parse_str(&object_tokens).map_err(|e| Error::new(&r.source, "", format!("object type {object_tokens:?}: {e}")))?;
+            let s = Substitution { object, kind: &r.kind, accessor: &accessor, group, version, plural: &r.plural, lean: is_lean };
+            Ok(Templates::with(|t| t.resource(r.namespaced, &s)))
+        }));
         vtree.children.insert(rmod.clone(), rtree);
         let informer = format_ident!("{}Informer", r.kind);
         let d = format!(" The shared informer of `{}` objects.", r.kind);
@@ -238,7 +228,26 @@ fn version_module(
         });
         registers.push(quote! { self::#gid::#vid::#rid::register(&mut registry); });
     }
+    // Kinds keep their names; nested types make way for them (also for kinds mapped to
+    // extern paths, which the module may still refer to).
+    let kinds: Vec<&'a str> = rs.iter().filter(|r| matches!(r.object, ObjectType::Crd { .. })).map(|&r| r.kind.as_str()).collect();
+    if !crds.is_empty() {
+        vtree.deferred.push(Box::new(move || {
+            let mut names = UniqueNames::default();
+            names.reserve("Informers");
+            for kind in &kinds {
+                names.reserve(kind);
+            }
+            let mut items = TokenStream::new();
+            for r in &crds {
+                let ObjectType::Crd { schema, pointer } = &r.object else { unreachable!("only custom resources are collected") };
+                let mut tg = TypeGen::new(&r.source, &mut names);
+                tg.root(group, version, &r.kind, &r.plural, r.namespaced, schema, pointer)?;
+                items.extend(tg.items);
+            }
+            Ok(items)
+        }));
+    }
     vtree.items.push(accessor_struct(&vdoc, accessors));
-    vtree.items.extend(type_items);
     Ok(vtree)
 }

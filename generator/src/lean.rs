@@ -166,7 +166,7 @@ impl<'a> LeanGen<'a> {
 
     /// Emits every root and every definition they reach; returns the `lean` module tree
     /// (empty when there are no roots).
-    pub fn emit(mut self) -> Result<Option<ModuleTree>> {
+    pub fn emit(mut self) -> Result<Option<ModuleTree<'static>>> {
         if self.roots.is_empty() {
             return Ok(None);
         }

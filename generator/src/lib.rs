@@ -18,6 +18,8 @@
 //! turn them into [`Resource`]s, [`emit`] builds the module tree (CRD types from
 //! [`types`], per-resource code from the compiled templates through [`template`]), and
 //! [`output`] renders it with prettyplease and writes it only when the run succeeded.
+//! Reading files and building and printing output files run on every core ([`parallel`]);
+//! results are assembled in input and file order, so the output does not depend on it.
 #![warn(missing_docs)]
 
 pub mod crd;
@@ -29,6 +31,7 @@ pub mod model;
 pub mod naming;
 pub mod openapi;
 pub mod output;
+pub mod parallel;
 pub mod quirks;
 pub mod template;
 pub mod types;
@@ -52,17 +55,32 @@ pub fn load_resources(inputs: &[PathBuf]) -> Result<Vec<Resource>> {
 }
 
 /// Every resource in `files`, the files collected from `inputs`; also the OpenAPI
-/// definitions into `defs` when given.
+/// definitions into `defs` when given. Files are read and custom resource definitions
+/// converted in parallel; OpenAPI documents are scanned afterwards, in file order.
 fn resources_of(inputs: &[PathBuf], files: &[PathBuf], mut defs: Option<&mut lean::Definitions>) -> Result<Vec<Resource>> {
     if files.is_empty() {
         let shown = inputs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
         return Err(Error::new(shown, "", "no .json, .yaml or .yml files in the inputs"));
     }
+    /// One document of a file, as far as it can be taken without the others.
+    enum Read {
+        Crd(Vec<Resource>),
+        OpenApi(serde_json::Value),
+    }
+    let read = parallel::map(files, |file| -> Result<Vec<Read>> {
+        input::read(file)?
+            .into_iter()
+            .map(|doc| match doc {
+                input::Document::OpenApiV2(v) | input::Document::OpenApiV3(v) => Ok(Read::OpenApi(v)),
+                input::Document::Crd(v, at) => crd::resources(file, &v, &at).map(Read::Crd),
+            })
+            .collect()
+    });
     let mut out = Vec::new();
-    for file in files {
-        for doc in input::read(file)? {
+    for (file, docs) in files.iter().zip(read) {
+        for doc in docs? {
             match doc {
-                input::Document::OpenApiV2(v) | input::Document::OpenApiV3(v) => {
+                Read::OpenApi(v) => {
                     let flavor = if v.get("swagger").is_some() { openapi::Flavor::V2 } else { openapi::Flavor::V3 };
                     if let Some(defs) = defs.as_deref_mut() {
                         lean::collect_definitions(file, &v, defs);
@@ -71,7 +89,7 @@ fn resources_of(inputs: &[PathBuf], files: &[PathBuf], mut defs: Option<&mut lea
                     quirks::apply(&mut found);
                     out.extend(openapi::resources(file, found)?);
                 }
-                input::Document::Crd(v, at) => out.extend(crd::resources(file, &v, &at)?),
+                Read::Crd(resources) => out.extend(resources),
             }
         }
     }
@@ -210,7 +228,7 @@ impl Config {
         match &self.layout {
             Layout::SingleFile(name) => {
                 let path = out_dir.join(name);
-                files.insert(path.clone(), output::render(&path, tree.to_inline_tokens(false))?);
+                files.insert(path.clone(), output::render(&path, tree.to_inline_tokens(false)?)?);
             }
             Layout::ModuleTree => tree.to_files(&out_dir, "mod.rs", &mut files)?,
             Layout::Package(name) => {

@@ -1,6 +1,6 @@
 //! Instantiates the compiled templates of the `templates/` crate.
 //!
-//! Invariant: a template is parsed once per run; instantiating it only clones and rewrites
+//! Invariant: a template is parsed once per thread; instantiating it only clones and rewrites
 //! the syntax tree (see `templates/src/lib.rs` for the substitution rules), so a template
 //! that compiles in `templates/` yields code of the same shape for every resource.
 
@@ -35,7 +35,17 @@ pub struct Substitution<'a> {
     pub lean: bool,
 }
 
+thread_local! {
+    static TEMPLATES: Templates = Templates::load();
+}
+
 impl Templates {
+    /// Runs `f` with this thread's templates, parsed on first use (syntax trees are not
+    /// `Send`, so each thread that instantiates templates parses its own).
+    pub fn with<R>(f: impl FnOnce(&Templates) -> R) -> R {
+        TEMPLATES.with(f)
+    }
+
     /// Parses the embedded templates.
     pub fn load() -> Self {
         // The templates are compiled by the workspace, so they always parse.
