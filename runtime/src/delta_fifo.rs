@@ -9,7 +9,7 @@
 //! - After `replace_finish(seen)`, each key not in `seen` that is pending in the queue with a
 //!   last delta other than `Deleted`, or that is in the store, has a tombstone queued.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use kube_core::Resource;
@@ -18,11 +18,11 @@ use tokio::sync::Notify;
 
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
-use crate::key::ObjectKey;
+use crate::key::{KeySet, ObjectKey};
 use crate::queue::{Popped, Population, Queue, key_or_warn};
 
 struct State<K> {
-    items: HashMap<ObjectKey, Vec<Delta<K>>>,
+    items: HashMap<ObjectKey, Vec<Delta<K>>, foldhash::fast::RandomState>,
     order: VecDeque<ObjectKey>,
     population: Population,
     closed: bool,
@@ -40,7 +40,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     pub fn new(known: Arc<Indexer<K>>) -> Self {
         DeltaFifo {
             state: Mutex::new(State {
-                items: HashMap::new(),
+                items: HashMap::default(),
                 order: VecDeque::new(),
                 population: Population::default(),
                 closed: false,
@@ -117,7 +117,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         self.notify.notify_one();
     }
 
-    fn replace_finish(&self, seen: &HashSet<ObjectKey>) {
+    fn replace_finish(&self, seen: &KeySet) {
         let mut st = self.state.lock();
         let mut tombstones: Vec<(ObjectKey, Arc<K>)> = Vec::new();
         for (key, deltas) in st.items.iter() {
@@ -130,7 +130,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
                 }
             }
         }
-        let pending: HashSet<ObjectKey> = tombstones.iter().map(|(k, _)| k.clone()).collect();
+        let pending: KeySet = tombstones.iter().map(|(k, _)| k.clone()).collect();
         self.known.for_each(|key, obj| {
             if !seen.contains(key) && !pending.contains(key) {
                 let already_deleted = st

@@ -98,7 +98,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
     fn replace_items(&self, objs: Vec<(crate::ObjectKey, Arc<K>)>) {
         delegate!(self, q => q.replace_items(objs))
     }
-    fn replace_finish(&self, seen: &HashSet<crate::ObjectKey>) {
+    fn replace_finish(&self, seen: &crate::KeySet) {
         delegate!(self, q => q.replace_finish(seen))
     }
     fn resync(&self) {

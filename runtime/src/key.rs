@@ -14,6 +14,10 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
+/// A set of keys, hashed with foldhash like the store's maps (keys come from the API
+/// server): what a relist saw, for [`Queue::replace_finish`](crate::Queue::replace_finish).
+pub type KeySet = std::collections::HashSet<ObjectKey, foldhash::fast::RandomState>;
+
 /// The cache key of one object (`namespace/name` or `name`).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey(Arc<str>);

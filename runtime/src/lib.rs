@@ -67,7 +67,7 @@ pub use generic::{
 pub use handler::{Event, EventHandler, EventStream, HandlerFn, HandlerOptions, HandlerRegistration};
 pub use indexer::{IndexError, IndexFunc, Indexer, NAMESPACE_INDEX, namespace_index_func};
 pub use informer::{InformerOptions, MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
-pub use key::ObjectKey;
+pub use key::{KeySet, ObjectKey};
 pub use kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
 pub use lister::{Lister, NamespaceLister, matches_labels};
 pub use lister_watcher::{BoxListerWatcher, ListOptions, ListPage, ListerWatcher, VersionMatch, WatchEvent, WatchOptions, WatchStream};

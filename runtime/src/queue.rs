@@ -20,11 +20,10 @@
 //! - `close` wakes every pending pop; every pop after it returns `None` at once, and
 //!   what was still queued is dropped.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::delta::Delta;
-use crate::key::ObjectKey;
+use crate::key::{KeySet, ObjectKey};
 
 /// A batch of deltas handed to the informer by one pop.
 #[derive(Debug)]
@@ -54,7 +53,7 @@ pub trait Queue<K>: Send + Sync {
     fn replace_items(&self, objs: Vec<(ObjectKey, Arc<K>)>);
     /// Ends a relist: every key known to the store or the queue and not in `seen` gets a
     /// tombstone.
-    fn replace_finish(&self, seen: &HashSet<ObjectKey>);
+    fn replace_finish(&self, seen: &KeySet);
     /// Queues a `Sync` delta for every stored object with no pending delta.
     fn resync(&self);
     /// Pops the next batch, waiting for one, and runs `apply` on it while the queue is

@@ -25,7 +25,6 @@
 //!   (`managedFields`, `ownerReferences`, `finalizers`) hold no spare capacity (serde grows
 //!   them by doubling while decoding, and a cache keeps every object).
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::error::Error;
-use crate::key::ObjectKey;
+use crate::key::{KeySet, ObjectKey};
 use crate::lister_watcher::{ListOptions, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
 use crate::queue::Queue;
 use crate::transform::TransformFn;
@@ -348,7 +347,7 @@ where
         let mut rv = self.relist_resource_version();
         let page_limit = (self.config.page_size > 0).then_some(self.config.page_size);
         'attempt: loop {
-            let mut seen: HashSet<ObjectKey> = HashSet::new();
+            let mut seen = KeySet::default();
             let mut opts = ListOptions {
                 label_selector: self.config.label_selector.clone(),
                 field_selector: self.config.field_selector.clone(),
@@ -412,7 +411,7 @@ where
         };
         let mut stream = self.lw.watch(&opts).await?;
         let deadline = tokio::time::Instant::now() + self.config.initial_events_timeout;
-        let mut seen: HashSet<ObjectKey> = HashSet::new();
+        let mut seen = KeySet::default();
         let mut batch: Vec<(ObjectKey, Arc<K>)> = Vec::new();
         loop {
             let next = tokio::time::timeout_at(deadline, stream.next()).await.map_err(|_| {

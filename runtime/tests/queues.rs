@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::cm;
-use informer_runtime::{DeltaFifo, DeltaType, InOrderFifo, Indexer, ObjectKey, Popped, Queue};
+use informer_runtime::{DeltaFifo, DeltaType, InOrderFifo, Indexer, KeySet, ObjectKey, Popped, Queue};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 fn arc(ns: &str, name: &str, rv: &str) -> Arc<ConfigMap> {
@@ -15,7 +15,7 @@ fn arc(ns: &str, name: &str, rv: &str) -> Arc<ConfigMap> {
     Arc::new(o)
 }
 
-fn seen(keys: &[&str]) -> HashSet<ObjectKey> {
+fn seen(keys: &[&str]) -> KeySet {
     keys.iter().map(|k| ObjectKey::from(*k)).collect()
 }
 
@@ -101,7 +101,7 @@ async fn has_synced_flips_after_the_initial_population_is_popped() {
 async fn empty_initial_list_is_synced_at_once() {
     let q = InOrderFifo::new(Arc::new(Indexer::<ConfigMap>::new()));
     assert!(!q.has_synced());
-    q.replace_finish(&HashSet::new());
+    q.replace_finish(&KeySet::default());
     assert!(q.has_synced());
 }
 
