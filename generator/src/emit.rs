@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::TokenStream;
-use quote::{ToTokens, format_ident, quote};
+use quote::{format_ident, quote};
 
 use crate::error::{Error, Result};
 use crate::lean::{Definitions, LeanGen};
@@ -181,12 +181,14 @@ fn version_module<'a>(
     let mut crds: Vec<&'a Resource> = Vec::new();
     for &r in rs {
         let is_lean = matches!(&r.object, ObjectType::Definition(def) if lean.contains(def));
-        let object = match &r.object {
+        // The object type's path, and what it is for errors.
+        let (object, what) = match &r.object {
             ObjectType::Definition(def) if lean.contains(def) => {
                 // The resource module sits three levels below the root (group, version, resource).
-                format!("super::super::super::{}", LeanGen::root_path(def).expect("LeanGen::new checked the name"))
+                (format!("super::super::super::{}", LeanGen::root_path(def).expect("LeanGen::new checked the name")), "lean path")
             }
-            ObjectType::Definition(def) => externs.definition(def).ok_or_else(|| {
+            ObjectType::Definition(def) => (
+                externs.definition(def).ok_or_else(|| {
                 Error::new(
                     &r.source,
                     "/paths",
@@ -195,28 +197,29 @@ fn version_module<'a>(
                         r.plural, shown, version, r.kind
                     ),
                 )
-            })?,
+                })?,
+                "extern path",
+            ),
             ObjectType::Unknown => {
                 return Err(Error::new(&r.source, "/paths", format!("resource {} ({shown}/{version}) has no object schema", r.plural)));
             }
             ObjectType::Crd { .. } => match externs.custom(group, version, &r.kind) {
-                Some(path) => path,
+                Some(path) => (path, "extern path"),
                 None => {
                     crds.push(r);
-                    format!("super::{}", r.kind)
+                    (format!("super::{}", r.kind), "kind")
                 }
             },
         };
-        // Checked here, so that the deferred template below cannot fail.
-        let object_type: syn::Type = syn::parse_str(&object).map_err(|e| Error::new(&r.source, "", format!("object type {object:?}: {e}")))?;
+        // Checked here, so that the deferred template below does not fail on it.
+        let parse = move || syn::parse_str::<syn::Type>(&object).map_err(|e| Error::new(&r.source, "", format!("{what} {object:?}: {e}")));
+        parse()?;
         let rmod = module_name(&r.plural);
         let rid = ident(&rmod);
         let mut rtree = ModuleTree::new(&format!("The informer and listers of `{}` ({shown}/{version} `{}`).", r.kind, r.plural));
         let accessor = rmod.clone();
-        let object_tokens = object_type.to_token_stream().to_string();
         rtree.deferred.push(Box::new(move || {
-            let object: syn::Type = syn::parse_str(&object_tokens).map_err(|e| Error::new(&r.source, "", format!("object type {object_tokens:?}: {e}")))?;
-            let s = Substitution { object, kind: &r.kind, accessor: &accessor, group, version, plural: &r.plural, lean: is_lean };
+            let s = Substitution { object: parse()?, kind: &r.kind, accessor: &accessor, group, version, plural: &r.plural, lean: is_lean };
             Ok(Templates::with(|t| t.resource(r.namespaced, &s)))
         }));
         vtree.children.insert(rmod.clone(), rtree);
@@ -228,8 +231,8 @@ fn version_module<'a>(
         });
         registers.push(quote! { self::#gid::#vid::#rid::register(&mut registry); });
     }
-    // Kinds keep their names; nested types make way for them (also for kinds mapped to
-    // extern paths, which the module may still refer to).
+    // Kinds keep their names; nested types make way for them (for kinds mapped to extern
+    // paths too, so that no type's name depends on which kinds are extern).
     let kinds: Vec<&'a str> = rs.iter().filter(|r| matches!(r.object, ObjectType::Crd { .. })).map(|&r| r.kind.as_str()).collect();
     if !crds.is_empty() {
         vtree.deferred.push(Box::new(move || {
