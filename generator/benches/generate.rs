@@ -1,5 +1,6 @@
 //! Generator benchmark: the Kubernetes v1.35 spec (v2 and v3) plus the whole CRD corpus in
-//! one run, rendered in memory. Prints a table of wall time (median of 5) and peak memory.
+//! one run, rendered in memory, in the package layout and in the single-file layout. Prints
+//! a table of wall time (median of 5) and peak memory.
 //! Reads `../shared/schemas` or `$INFORMER_GEN_SCHEMAS`; says so and exits when absent.
 //! Run with `cargo bench -p informer-gen`.
 
@@ -19,33 +20,38 @@ fn main() {
         println!("skipped: no schema corpus at {} (set INFORMER_GEN_SCHEMAS)", schemas.display());
         return;
     }
-    let mut cfg = informer_gen::Config::new();
-    cfg.input(schemas.join("openapi/v2"))
-        .input(schemas.join("openapi/v3"))
-        .input(schemas.join("crds"))
-        .out_dir(std::env::temp_dir().join("informer-gen-bench"))
-        .layout(informer_gen::Layout::Package("bench".into()))
-        .rerun_if_changed(false);
-    let mut times: Vec<Duration> = Vec::new();
-    let mut files = 0;
-    let mut bytes = 0;
-    let mut resources = 0;
-    for _ in 0..5 {
-        let start = Instant::now();
-        let r = cfg.render().expect("the corpus generates");
-        times.push(start.elapsed());
-        files = r.files.len();
-        bytes = r.files.values().map(String::len).sum::<usize>();
-        resources = r.resources.len();
+    println!("| input | layout | resources | files | bytes out | wall (median of 5) | min..max | peak RSS so far |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, layout) in [
+        ("package (the CLI's)", informer_gen::Layout::Package("bench".into())),
+        ("one file (build.rs's)", informer_gen::Layout::SingleFile("informers.rs".into())),
+    ] {
+        let mut cfg = informer_gen::Config::new();
+        cfg.input(schemas.join("openapi/v2"))
+            .input(schemas.join("openapi/v3"))
+            .input(schemas.join("crds"))
+            .out_dir(std::env::temp_dir().join("informer-gen-bench"))
+            .layout(layout)
+            .rerun_if_changed(false);
+        let mut times: Vec<Duration> = Vec::new();
+        let mut files = 0;
+        let mut bytes = 0;
+        let mut resources = 0;
+        for _ in 0..5 {
+            let start = Instant::now();
+            let r = cfg.render().expect("the corpus generates");
+            times.push(start.elapsed());
+            files = r.files.len();
+            bytes = r.files.values().map(String::len).sum::<usize>();
+            resources = r.resources.len();
+        }
+        times.sort();
+        println!(
+            "| v1.35 v2 + v3 + CRD corpus | {name} | {resources} | {files} | {bytes} | {:.2?} | {:.2?}..{:.2?} | {} MiB |",
+            times[2],
+            times[0],
+            times[4],
+            peak_rss_kib().map(|k| k / 1024).unwrap_or(0)
+        );
     }
-    times.sort();
-    println!("| input | resources | files | bytes out | wall (median of 5) | min..max | peak RSS |");
-    println!("|---|---|---|---|---|---|---|");
-    println!(
-        "| v1.35 v2 + v3 + CRD corpus | {resources} | {files} | {bytes} | {:.2?} | {:.2?}..{:.2?} | {} MiB |",
-        times[2],
-        times[0],
-        times[4],
-        peak_rss_kib().map(|k| k / 1024).unwrap_or(0)
-    );
 }

@@ -228,7 +228,7 @@ impl Config {
         match &self.layout {
             Layout::SingleFile(name) => {
                 let path = out_dir.join(name);
-                files.insert(path.clone(), output::render(&path, tree.to_inline_tokens(false)?)?);
+                files.insert(path.clone(), tree.to_single_file(&path)?);
             }
             Layout::ModuleTree => tree.to_files(&out_dir, "mod.rs", &mut files)?,
             Layout::Package(name) => {

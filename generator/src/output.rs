@@ -94,6 +94,65 @@ impl<'a> ModuleTree<'a> {
         Ok(())
     }
 
+    /// Everything in one file (`include!` from `build.rs` output): the text of
+    /// [`render`] over [`Self::to_inline_tokens`], built and printed in parallel. A nested
+    /// module's opening and closing lines are written here; its doc and items are printed
+    /// inside as many placeholder modules as it is deep (so prettyplease indents them and
+    /// breaks their lines exactly as in the whole file), and the placeholder lines are cut.
+    pub fn to_single_file(&self, file: &Path) -> Result<String> {
+        let mut parts = Vec::new();
+        let mut jobs = Vec::new();
+        self.single_file_parts(None, 0, &mut parts, &mut jobs);
+        let (printed, heads) = crate::parallel::map_with(
+            &jobs,
+            |&(deferred, depth)| deferred().and_then(|tokens| unparse_at_depth(file, depth, tokens)),
+            || {
+                parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Head(tree, depth) => Some(tree.single_file_head(file, *depth)),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+            },
+        );
+        let (mut printed, mut heads) = (printed.into_iter(), heads.into_iter());
+        let mut text = format!("{HEADER}\n\n");
+        for part in &parts {
+            match part {
+                Part::Text(t) => text.push_str(t),
+                Part::Head(..) => text.push_str(&heads.next().expect("one head per Head part")?),
+                Part::Deferred => text.push_str(&printed.next().expect("one job per Deferred part")?),
+            }
+        }
+        Ok(text)
+    }
+
+    fn single_file_parts<'t>(&'t self, name: Option<&str>, depth: usize, parts: &mut Vec<Part<'t, 'a>>, jobs: &mut Vec<(&'t Deferred<'a>, usize)>) {
+        let outer = "    ".repeat(depth.saturating_sub(1));
+        if let Some(name) = name {
+            parts.push(Part::Text(format!("{outer}pub mod {} {{\n", crate::naming::ident(name))));
+        }
+        parts.push(Part::Head(self, depth));
+        for d in &self.deferred {
+            parts.push(Part::Deferred);
+            jobs.push((d, depth));
+        }
+        for (child_name, child) in &self.children {
+            child.single_file_parts(Some(child_name), depth + 1, parts, jobs);
+        }
+        if name.is_some() {
+            parts.push(Part::Text(format!("{outer}}}\n")));
+        }
+    }
+
+    /// The module's doc (below the root) and items, as printed at `depth`.
+    fn single_file_head(&self, file: &Path, depth: usize) -> Result<String> {
+        let doc = if depth > 0 { self.inner_doc() } else { TokenStream::new() };
+        let items = &self.items;
+        unparse_at_depth(file, depth, quote! { #doc #(#items)* })
+    }
+
     /// Every module with its file, in tree order.
     fn files_at<'t>(&'t self, file: PathBuf, child_dir: &Path, out: &mut Vec<(PathBuf, &'t ModuleTree<'a>)>) {
         out.push((file, self));
@@ -118,6 +177,36 @@ impl<'a> ModuleTree<'a> {
         });
         render(file, quote! { #doc #(#decls)* #(#items)* })
     }
+}
+
+/// A piece of the single-file layout, in file order.
+enum Part<'t, 'a> {
+    /// Written as is (a nested module's opening or closing line).
+    Text(String),
+    /// A module's doc and items, printed at a depth.
+    Head(&'t ModuleTree<'a>, usize),
+    /// The next deferred job's text.
+    Deferred,
+}
+
+/// Pretty-prints items as they appear `depth` modules deep: inside that many placeholder
+/// modules, whose lines (the first and last `depth`) are then cut. Empty items print as
+/// nothing.
+fn unparse_at_depth(file: &Path, depth: usize, tokens: TokenStream) -> Result<String> {
+    if tokens.is_empty() {
+        return Ok(String::new());
+    }
+    let mut wrapped = tokens;
+    for _ in 0..depth {
+        wrapped = quote! { mod placeholder { #wrapped } };
+    }
+    let text = unparse(file, wrapped)?;
+    if depth == 0 {
+        return Ok(text);
+    }
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let kept = lines.get(depth..lines.len().saturating_sub(depth)).unwrap_or_default();
+    Ok(kept.concat())
 }
 
 /// Pretty-prints one file with the `@generated` header.

@@ -46,6 +46,37 @@ fn golden_output_for_a_real_multi_version_crd() {
     }
 }
 
+/// The single-file layout prints its parts in parallel, each nested module's items inside
+/// placeholder modules whose lines are cut: it must give the text of printing the whole
+/// tree at once, here over every sample schema (nested modules four deep with the lean
+/// types, CRD types, every template).
+#[test]
+fn single_file_in_parts_equals_printing_the_whole_tree() {
+    use informer_gen::{ExternPaths, emit, input, lean, output};
+    let inputs = [sample_schemas()];
+    let resources = informer_gen::load_resources(&inputs).unwrap();
+    let chosen = emit::informer_resources(&resources);
+    let mut defs = lean::Definitions::new();
+    let swagger = sample_schemas().join("swagger.json");
+    for doc in input::read(&swagger).unwrap() {
+        if let input::Document::OpenApiV2(v) = doc {
+            lean::collect_definitions(&swagger, &v, &mut defs);
+        }
+    }
+    let path = Path::new("informers.rs");
+    for lean_types in [vec![], vec!["io.k8s.api.core.v1.Pod".to_string(), "io.k8s.api.core.v1.ConfigMap".to_string()]] {
+        let lean_types = lean_types.into_iter().collect();
+        let tree = emit::emit(&chosen, &ExternPaths::default(), &lean_types, &defs).unwrap();
+        let whole = output::render(path, tree.to_inline_tokens(false).unwrap()).unwrap();
+        let parts = tree.to_single_file(path).unwrap();
+        assert!(whole.len() > 100_000 && whole.contains("        pub mod "), "a large, nested file");
+        if parts != whole {
+            let line = parts.lines().zip(whole.lines()).position(|(a, b)| a != b);
+            panic!("single file in parts differs from the whole tree printed at once, first at line {line:?} (lean: {lean_types:?})");
+        }
+    }
+}
+
 #[test]
 fn same_input_same_bytes() {
     let out = tmp("determinism");
