@@ -9,7 +9,7 @@
 //! - After `replace_finish(seen)`, each key not in `seen` that is pending in the queue with a
 //!   last delta other than `Deleted`, or that is in the store, has a tombstone queued.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use kube_core::Resource;
@@ -18,11 +18,11 @@ use tokio::sync::Notify;
 
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
-use crate::key::{KeySet, ObjectKey};
+use crate::key::{FastMap, KeySet, ObjectKey};
 use crate::queue::{Popped, Population, Queue, key_or_warn};
 
 struct State<K> {
-    items: HashMap<ObjectKey, Vec<Delta<K>>, foldhash::fast::RandomState>,
+    items: FastMap<ObjectKey, Vec<Delta<K>>>,
     order: VecDeque<ObjectKey>,
     population: Population,
     closed: bool,
@@ -40,7 +40,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     pub fn new(known: Arc<Indexer<K>>) -> Self {
         DeltaFifo {
             state: Mutex::new(State {
-                items: HashMap::default(),
+                items: FastMap::default(),
                 order: VecDeque::new(),
                 population: Population::default(),
                 closed: false,

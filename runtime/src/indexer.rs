@@ -17,7 +17,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 use parking_lot::RwLock;
 
-use crate::key::ObjectKey;
+use crate::key::{FastMap, FastSet, ObjectKey};
 
 /// Name of the index by namespace that every store carries (client-go's
 /// `cache.NamespaceIndex`). Cluster-scoped objects are indexed under `""`.
@@ -42,10 +42,6 @@ pub fn namespace_index_func<K: Resource>(obj: &K) -> Vec<String> {
     vec![obj.meta().namespace.clone().unwrap_or_default()]
 }
 
-/// Hash maps of the store use foldhash: keys come from the API server, and lookups by key are
-/// the hot path of every lister `get`, where SipHash was most of the cost.
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
 type Index = FastMap<String, FastSet<ObjectKey>>;
 
 struct Inner<K> {

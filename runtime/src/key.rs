@@ -14,9 +14,16 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
-/// A set of keys, hashed with foldhash like the store's maps (keys come from the API
-/// server): what a relist saw, for [`Queue::replace_finish`](crate::Queue::replace_finish).
-pub type KeySet = std::collections::HashSet<ObjectKey, foldhash::fast::RandomState>;
+/// Maps of the store and the queues hash with foldhash: keys come from the API server, and
+/// lookups by key are the hot path of every lister `get` and of every relist, where SipHash
+/// was most of the cost.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// Sets, as [`FastMap`].
+pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
+/// A set of keys, hashed like the store's maps: what a relist saw, for
+/// [`Queue::replace_finish`](crate::Queue::replace_finish).
+pub type KeySet = FastSet<ObjectKey>;
 
 /// The cache key of one object (`namespace/name` or `name`).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

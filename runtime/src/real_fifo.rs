@@ -10,7 +10,7 @@
 //!   page, so handlers see the relisted objects first and the tombstones last (client-go's
 //!   RealFIFO, which holds the whole list, queues the tombstones first).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use kube_core::Resource;
@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
-use crate::key::{KeySet, ObjectKey};
+use crate::key::{FastMap, KeySet, ObjectKey};
 use crate::queue::{Popped, Population, Queue, key_or_warn};
 
 struct State<K> {
@@ -83,7 +83,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
     fn replace_finish(&self, seen: &KeySet) {
         let mut st = self.state.lock();
         // The last queued delta of each pending key decides its state after the queue drains.
-        let mut last: HashMap<&ObjectKey, &Delta<K>, foldhash::fast::RandomState> = HashMap::default();
+        let mut last: FastMap<&ObjectKey, &Delta<K>> = FastMap::default();
         for d in st.items.iter() {
             last.insert(&d.key, d);
         }
