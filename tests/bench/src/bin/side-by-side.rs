@@ -531,6 +531,19 @@ fn timed(cmd: &mut Command) -> (f64, f64, bool) {
     )
 }
 
+/// `timed` over child processes run one after the other: total wall time, the largest peak
+/// RSS, and whether all succeeded.
+fn timed_in_turn(cmds: impl IntoIterator<Item = Command>) -> (f64, f64, bool) {
+    let (mut t, mut m, mut ok) = (0.0, 0.0f64, true);
+    for mut cmd in cmds {
+        let (ti, mi, oki) = timed(&mut cmd);
+        t += ti;
+        m = m.max(mi);
+        ok &= oki;
+    }
+    (t, m, ok)
+}
+
 /// The three generators and their inputs, installed and listed once for the generator and
 /// check sections.
 struct Generators {
@@ -743,25 +756,13 @@ fn median3(f: &dyn Fn() -> (f64, f64, bool)) -> ((f64, f64, f64), f64, bool) {
 /// time of 3 runs and peak RSS.
 fn generator_table(table: &mut String, g: &Generators) {
     let ours_dir = g.out.join("ours");
-    let kopium_all = || {
-        let (mut t, mut m, mut ok) = (0.0, 0.0f64, true);
-        for f in &g.crd_files {
-            let (ti, mi, oki) = timed(&mut g.kopium(f));
-            t += ti;
-            m = m.max(mi);
-            ok &= oki;
-        }
-        (t, m, ok)
-    };
+    let kopium_all = || timed_in_turn(g.crd_files.iter().map(|f| g.kopium(f)));
     let kopium_equivalent = || {
-        let (mut t, mut m, mut ok) = (0.0, 0.0f64, true);
-        for (f, version) in &g.crd_versions {
-            let (ti, mi, oki) = timed(g.kopium(f).args(["--docs", "--api-version", version]));
-            t += ti;
-            m = m.max(mi);
-            ok &= oki;
-        }
-        (t, m, ok)
+        timed_in_turn(g.crd_versions.iter().map(|(f, version)| {
+            let mut c = g.kopium(f);
+            c.args(["--docs", "--api-version", version]);
+            c
+        }))
     };
     let rows: Vec<(&str, &str, ((f64, f64, f64), f64, bool))> = vec![
         (
