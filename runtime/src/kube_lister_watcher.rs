@@ -7,7 +7,6 @@
 use std::fmt::Debug;
 use std::marker::PhantomData;
 
-use futures::{StreamExt, TryStreamExt};
 use kube_client::{Api, Client};
 use kube_core::params::{ListParams, WatchParams};
 use kube_core::{ObjectList, Request, Resource};
@@ -16,18 +15,22 @@ use serde::de::DeserializeOwned;
 use crate::error::Error;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
+use crate::watch_events::watch_events;
 
 /// Lists and watches full objects through a `kube_client::Api<K>` (already scoped to a
 /// namespace or to all namespaces).
 #[derive(Clone)]
 pub struct KubeListerWatcher<K> {
-    api: Api<K>,
+    client: Client,
+    request: Request,
+    resource: PhantomData<fn() -> K>,
 }
 
-impl<K> KubeListerWatcher<K> {
-    /// Wraps `api`.
+impl<K: Resource> KubeListerWatcher<K> {
+    /// Lists and watches what `api` addresses (its client, resource and namespace).
     pub fn new(api: Api<K>) -> Self {
-        KubeListerWatcher { api }
+        let request = Request::new(api.resource_url());
+        KubeListerWatcher { client: api.into_client(), request, resource: PhantomData }
     }
 }
 
@@ -76,7 +79,8 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<K>, Error> {
-        let list = self.api.list(&list_params(opts)).await?;
+        let req = self.request.list(&list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
+        let list: ObjectList<K> = self.client.request(req).await?;
         Ok(ListPage {
             items: list.items,
             resource_version: list.metadata.resource_version.unwrap_or_default(),
@@ -85,8 +89,8 @@ where
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<K>, Error> {
-        let s = self.api.watch(&watch_params(opts), &opts.resource_version).await?;
-        Ok(s.map_err(Error::from).boxed())
+        let req = self.request.watch(&watch_params(opts), &opts.resource_version).map_err(kube_client::Error::BuildRequest)?;
+        watch_events(&self.client, req, "watch").await
     }
 }
 
@@ -109,7 +113,6 @@ where
             .request
             .watch_metadata(&watch_params(opts), &opts.resource_version)
             .map_err(kube_client::Error::BuildRequest)?;
-        let s = self.client.request_events::<LeanPartialObjectMeta<K>>(req).await?;
-        Ok(s.map(|event| event.map_err(Error::from)).boxed())
+        watch_events(&self.client, req, "watch_metadata").await
     }
 }

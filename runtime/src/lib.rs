@@ -52,6 +52,7 @@ mod selector;
 pub mod lean;
 pub mod testing;
 mod transform;
+mod watch_events;
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaObject, DeltaType};

@@ -244,6 +244,30 @@ async fn watch_list_without_end_bookmark_does_not_hang() {
     inf.shutdown().await;
 }
 
+/// The silence limit of an open watch (2 × min_watch_timeout + 30 s = 32 s here): a watch
+/// that keeps talking is kept, one silent for longer is given up and opened again.
+#[tokio::test(start_paused = true)]
+async fn a_silent_watch_is_given_up_and_a_talking_one_kept() {
+    let server = FakeApiServer::new();
+    server.create(cm("ns", "a", &[]));
+    let mut opts = options(WatchListMode::Never, QueueMode::InOrder);
+    opts.reflector.min_watch_timeout = Duration::from_secs(1);
+    let inf = SharedIndexInformer::new(server.clone(), opts);
+    inf.start().unwrap();
+    inf.wait_for_sync().await;
+    eventually(5, "watching", || server.watch_calls().len() == 1).await;
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        server.bookmark();
+    }
+    assert_eq!(server.watch_calls().len(), 1, "200 s of bookmarks every 20 s keep the watch");
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(server.watch_calls().len(), 1, "31 s of silence are not enough");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(server.watch_calls().len(), 2, "35 s of silence (and a backoff) are");
+    inf.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_and_out_of_order_events_then_relist_converge() {
     let server = FakeApiServer::new();
