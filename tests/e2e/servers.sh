@@ -51,8 +51,12 @@ build() {
     echo "$bin"
 }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+# Prints $1 distinct free ports (all bound at once before any is released).
+free_ports() {
+    python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
 
 etcd_pid=""
@@ -67,7 +71,7 @@ start() {
     mkdir -p "$dir"
     build >/dev/null
     local etcd_port peer_port api_port
-    etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
+    read -r etcd_port peer_port api_port < <(free_ports 3)
     local token="informer-gen-e2e"
     echo "$token,admin,admin,system:masters" >"$dir/tokens.csv"
     "$bin/etcd" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \

@@ -86,10 +86,12 @@ impl Guarded {
     fn spawn(bin: &Path, args: &[String], log: &Path) -> Guarded {
         let log_file = std::fs::File::create(log).unwrap();
         // The guard kills the server when its stdin reaches EOF, i.e. when the test process
-        // closes the pipe or dies.
+        // closes the pipe or dies, and exits when the server does (so `exited` sees a server
+        // that failed to start). The reader gets stdin as fd 3: a background job's own stdin
+        // is /dev/null.
         let mut child = Command::new("bash")
             .arg("-c")
-            .arg(r#"bin="$1"; shift; "$bin" "$@" </dev/null & pid=$!; read -r _; kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null; exit 0"#)
+            .arg(r#"bin="$1"; shift; exec 3<&0; "$bin" "$@" </dev/null & pid=$!; { read -r _ <&3; kill -KILL $pid 2>/dev/null; } & reader=$!; wait $pid; status=$?; kill $reader 2>/dev/null; exit $status"#)
             .arg("guard")
             .arg(bin)
             .args(args)
@@ -139,7 +141,14 @@ fn external_kubeconfig() -> Option<PathBuf> {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    free_ports::<1>()[0]
+}
+
+/// `N` distinct free ports: all are bound at once before any is released (ports picked one
+/// by one can repeat while the server given the first has not bound it yet).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [TcpListener; N] = std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").unwrap());
+    listeners.map(|l| l.local_addr().unwrap().port())
 }
 
 impl Cluster {
@@ -192,8 +201,7 @@ impl Cluster {
         let status = Command::new("openssl").args(["genrsa", "-out"]).arg(&sa_key).arg("2048").stderr(Stdio::null()).status().expect("openssl");
         assert!(status.success(), "openssl genrsa failed");
 
-        let etcd_port = free_port();
-        let peer_port = free_port();
+        let [etcd_port, peer_port, api_port] = free_ports();
         let etcd = Guarded::spawn(
             &bin.join("etcd"),
             &[
@@ -209,7 +217,7 @@ impl Cluster {
             ],
             &dir.join("etcd.log"),
         );
-        let mut cluster = Cluster { dir, bin, options, etcd: Some(etcd), etcd_port, apiserver: None, api_port: free_port(), restarts: 0, external: None };
+        let mut cluster = Cluster { dir, bin, options, etcd: Some(etcd), etcd_port, apiserver: None, api_port, restarts: 0, external: None };
         cluster.start_apiserver().await;
         Some(cluster)
     }
