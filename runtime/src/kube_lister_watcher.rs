@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 
 use kube_client::{Api, Client};
 use kube_core::params::{ListParams, WatchParams};
+use kube_core::request::Error as BuildError;
 use kube_core::{ObjectList, Request, Resource};
 use serde::de::DeserializeOwned;
 
@@ -21,16 +22,14 @@ use crate::watch_events::watch_events;
 /// namespace or to all namespaces).
 #[derive(Clone)]
 pub struct KubeListerWatcher<K> {
-    client: Client,
-    request: Request,
+    target: Target,
     resource: PhantomData<fn() -> K>,
 }
 
 impl<K: Resource> KubeListerWatcher<K> {
     /// Lists and watches what `api` addresses (its client, resource and namespace).
     pub fn new(api: Api<K>) -> Self {
-        let request = Request::new(api.resource_url());
-        KubeListerWatcher { client: api.into_client(), request, resource: PhantomData }
+        KubeListerWatcher { target: Target::of(api), resource: PhantomData }
     }
 }
 
@@ -39,16 +38,48 @@ impl<K: Resource> KubeListerWatcher<K> {
 /// [`LeanPartialObjectMeta<K>`].
 #[derive(Clone)]
 pub struct MetadataListerWatcher<K> {
-    client: Client,
-    request: Request,
+    target: Target,
     resource: PhantomData<fn() -> K>,
 }
 
 impl<K: Resource> MetadataListerWatcher<K> {
     /// Lists and watches what `api` addresses (its client, resource and namespace).
     pub fn new(api: Api<K>) -> Self {
-        let request = Request::new(api.resource_url());
-        MetadataListerWatcher { client: api.into_client(), request, resource: PhantomData }
+        MetadataListerWatcher { target: Target::of(api), resource: PhantomData }
+    }
+}
+
+/// What an `Api` addresses: its client, and its resource's URL as a kube `Request` builder.
+#[derive(Clone)]
+struct Target {
+    client: Client,
+    request: Request,
+}
+
+impl Target {
+    fn of<K: Resource>(api: Api<K>) -> Self {
+        Target { request: Request::new(api.resource_url()), client: api.into_client() }
+    }
+
+    /// Sends a list request built by `self.request`.
+    async fn list<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>) -> Result<ListPage<T>, Error>
+    where
+        T: Clone + DeserializeOwned,
+    {
+        let list: ObjectList<T> = self.client.request(req.map_err(kube_client::Error::BuildRequest)?).await?;
+        Ok(ListPage {
+            items: list.items,
+            resource_version: list.metadata.resource_version.unwrap_or_default(),
+            continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
+        })
+    }
+
+    /// Sends a watch request built by `self.request` (`name` tags it, as kube's `Api` does).
+    async fn watch<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>, name: &'static str) -> Result<WatchStream<T>, Error>
+    where
+        T: DeserializeOwned + Send + 'static,
+    {
+        watch_events(&self.client, req.map_err(kube_client::Error::BuildRequest)?, name).await
     }
 }
 
@@ -79,18 +110,11 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<K>, Error> {
-        let req = self.request.list(&list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
-        let list: ObjectList<K> = self.client.request(req).await?;
-        Ok(ListPage {
-            items: list.items,
-            resource_version: list.metadata.resource_version.unwrap_or_default(),
-            continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
-        })
+        self.target.list(self.target.request.list(&list_params(opts))).await
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<K>, Error> {
-        let req = self.request.watch(&watch_params(opts), &opts.resource_version).map_err(kube_client::Error::BuildRequest)?;
-        watch_events(&self.client, req, "watch").await
+        self.target.watch(self.target.request.watch(&watch_params(opts), &opts.resource_version), "watch").await
     }
 }
 
@@ -99,20 +123,11 @@ where
     K: Resource + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<LeanPartialObjectMeta<K>>, Error> {
-        let req = self.request.list_metadata(&list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
-        let list: ObjectList<LeanPartialObjectMeta<K>> = self.client.request(req).await?;
-        Ok(ListPage {
-            items: list.items,
-            resource_version: list.metadata.resource_version.unwrap_or_default(),
-            continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
-        })
+        self.target.list(self.target.request.list_metadata(&list_params(opts))).await
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<LeanPartialObjectMeta<K>>, Error> {
-        let req = self
-            .request
-            .watch_metadata(&watch_params(opts), &opts.resource_version)
-            .map_err(kube_client::Error::BuildRequest)?;
-        watch_events(&self.client, req, "watch_metadata").await
+        let req = self.target.request.watch_metadata(&watch_params(opts), &opts.resource_version);
+        self.target.watch(req, "watch_metadata").await
     }
 }
