@@ -17,6 +17,7 @@ use crate::lean::{Definitions, LeanGen};
 use crate::model::{ObjectType, Resource};
 use crate::naming::{UniqueNames, group_modules, ident, module_name};
 use crate::output::ModuleTree;
+use crate::protobuf;
 use crate::template::{Substitution, Templates};
 use crate::types::{TypeGen, doc_lines};
 
@@ -70,7 +71,9 @@ pub fn informer_resources(resources: &[Resource]) -> Vec<&Resource> {
 /// The whole generated module tree for `chosen`, the output of [`informer_resources`].
 /// CRD types and resource modules are deferred items (see [`crate::output::Deferred`]):
 /// their errors come when the tree is rendered.
-pub fn emit<'a>(chosen: &[&'a Resource], externs: &ExternPaths, lean: &BTreeSet<String>, defs: &Definitions) -> Result<ModuleTree<'a>> {
+/// With `protobuf`, built-in kinds whose protobuf tables are known get them (module
+/// `protobuf`, registered in `registry()`), and their informers read protobuf.
+pub fn emit<'a>(chosen: &[&'a Resource], externs: &ExternPaths, lean: &BTreeSet<String>, defs: &Definitions, protobuf: bool) -> Result<ModuleTree<'a>> {
     let lean_tree = LeanGen::new(defs, externs, lean, chosen)?.emit()?;
     let group_names = group_modules(chosen.iter().map(|r| r.group.as_str()));
     // group module → (group, version → resources)
@@ -111,6 +114,36 @@ pub fn emit<'a>(chosen: &[&'a Resource], externs: &ExternPaths, lean: &BTreeSet<
             return Err(Error::new(&r.source, "/paths", "the API group module `lean` collides with the lean types module; drop --lean"));
         }
         root.children.insert("lean".into(), tree);
+    }
+    let mut messages = BTreeSet::new();
+    let mut protobuf_rows = Vec::new();
+    if protobuf {
+        for r in chosen {
+            let ObjectType::Definition(def) = &r.object else { continue };
+            let Some(reached) = protobuf::message_name(def).and_then(|m| protobuf::reachable(&m).map(|all| (m, all))) else { continue };
+            let (message, all) = reached;
+            messages.extend(all);
+            let id = protobuf::static_ident(&message);
+            let (group, version, plural) = (&r.group, &r.version, &r.plural);
+            protobuf_rows.push(quote! { (#group, #version, #plural, &self::protobuf::#id) });
+        }
+    }
+    if !protobuf_rows.is_empty() {
+        registers.push(quote! {
+            let protobuf: &[(&str, &str, &str, &'static ::informer_runtime::proto::Message)] = &[#(#protobuf_rows),*];
+            for &(group, version, plural, message) in protobuf {
+                registry.register_protobuf(::informer_runtime::Gvr::new(group, version, plural), message);
+            }
+        });
+    }
+    if !messages.is_empty() {
+        if root.children.contains_key("protobuf") {
+            let r = chosen.iter().find(|r| group_names[&r.group] == "protobuf").expect("a group module is named protobuf");
+            return Err(Error::new(&r.source, "/paths", "the API group module `protobuf` collides with the protobuf tables module; turn protobuf off"));
+        }
+        let mut tree = ModuleTree::new("Protobuf field tables of the built-in kinds above (from the Go types of k8s.io/api v0.35.4).");
+        tree.items.push(protobuf::emit(&messages));
+        root.children.insert("protobuf".into(), tree);
     }
     root.items.push(quote! {
         /// The generated accessors on a factory: `factory.apps().v1().deployments()`, as in

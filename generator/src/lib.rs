@@ -32,6 +32,7 @@ pub mod naming;
 pub mod openapi;
 pub mod output;
 pub mod parallel;
+pub mod protobuf;
 pub mod quirks;
 pub mod template;
 pub mod types;
@@ -118,6 +119,7 @@ pub struct Config {
     layout: Layout,
     rerun_if_changed: bool,
     lean: BTreeSet<String>,
+    protobuf: bool,
 }
 
 impl Default for Config {
@@ -151,6 +153,7 @@ impl Config {
             layout: Layout::SingleFile("informers.rs".into()),
             rerun_if_changed: true,
             lean: BTreeSet::new(),
+            protobuf: true,
         }
     }
 
@@ -194,6 +197,13 @@ impl Config {
         self
     }
 
+    /// Whether built-in kinds get protobuf tables, so their informers read protobuf (default:
+    /// true, as client-go does; custom resources are always JSON).
+    pub fn protobuf(&mut self, yes: bool) -> &mut Self {
+        self.protobuf = yes;
+        self
+    }
+
     /// The output layout (default: one file, `informers.rs`).
     pub fn layout(&mut self, layout: Layout) -> &mut Self {
         self.layout = layout;
@@ -222,7 +232,7 @@ impl Config {
         let mut defs = lean::Definitions::new();
         let all = resources_of(&self.inputs, &input_files, (!self.lean.is_empty()).then_some(&mut defs))?;
         let chosen = emit::informer_resources(&all);
-        let tree = emit::emit(&chosen, &self.externs, &self.lean, &defs)?;
+        let tree = emit::emit(&chosen, &self.externs, &self.lean, &defs, self.protobuf)?;
         let resources: Vec<Resource> = chosen.into_iter().cloned().collect();
         let mut files = BTreeMap::new();
         match &self.layout {

@@ -66,7 +66,7 @@ fn single_file_in_parts_equals_printing_the_whole_tree() {
     let path = Path::new("informers.rs");
     for lean_types in [vec![], vec!["io.k8s.api.core.v1.Pod".to_string(), "io.k8s.api.core.v1.ConfigMap".to_string()]] {
         let lean_types = lean_types.into_iter().collect();
-        let tree = emit::emit(&chosen, &ExternPaths::default(), &lean_types, &defs).unwrap();
+        let tree = emit::emit(&chosen, &ExternPaths::default(), &lean_types, &defs, true).unwrap();
         let whole = output::render(path, tree.to_inline_tokens(false).unwrap()).unwrap();
         let parts = tree.to_single_file(path).unwrap();
         assert!(whole.len() > 100_000 && whole.contains("        pub mod "), "a large, nested file");

@@ -99,6 +99,19 @@ pub struct FactoryOptions {
     pub queue_mode: QueueMode,
     /// WatchList use.
     pub watch_list: WatchListMode,
+    /// Wire format of built-in kinds whose protobuf tables the registry holds.
+    pub wire_format: WireFormat,
+}
+
+/// The wire format informers of built-in kinds ask for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WireFormat {
+    /// Protobuf where the registry has the kind's table (client-go's default), JSON
+    /// otherwise. A server that answers in JSON is read as JSON.
+    #[default]
+    Protobuf,
+    /// JSON always.
+    Json,
 }
 
 impl std::fmt::Debug for FactoryOptions {
@@ -109,6 +122,7 @@ impl std::fmt::Debug for FactoryOptions {
             .field("custom_resync", &self.custom_resync)
             .field("queue_mode", &self.queue_mode)
             .field("watch_list", &self.watch_list)
+            .field("wire_format", &self.wire_format)
             .finish_non_exhaustive()
     }
 }
@@ -277,7 +291,14 @@ impl SharedInformerFactory {
         K::Scope: InformerScope,
     {
         let (api, options) = self.typed_api_and_options::<K>();
-        SharedIndexInformer::new(KubeListerWatcher::new(api), options)
+        let mut lister_watcher = KubeListerWatcher::new(api);
+        if self.options.wire_format == WireFormat::Protobuf {
+            let gvr = Gvr::new(&K::group(&()), &K::version(&()), &K::plural(&()));
+            if let Some(message) = self.registry.protobuf(&gvr) {
+                lister_watcher = lister_watcher.with_protobuf(message);
+            }
+        }
+        SharedIndexInformer::new(lister_watcher, options)
     }
 
     /// The `Api` of `K` in the factory's namespace (or all) and the informer options for its

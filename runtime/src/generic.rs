@@ -196,6 +196,7 @@ pub type InformerConstructor =
 #[derive(Clone, Default)]
 pub struct ResourceRegistry {
     entries: BTreeMap<Gvr, InformerConstructor>,
+    protobuf: BTreeMap<Gvr, &'static crate::proto::Message>,
 }
 
 impl fmt::Debug for ResourceRegistry {
@@ -217,7 +218,18 @@ impl ResourceRegistry {
     /// Merges `other` into this registry.
     pub fn extend(&mut self, other: ResourceRegistry) -> &mut Self {
         self.entries.extend(other.entries);
+        self.protobuf.extend(other.protobuf);
         self
+    }
+    /// Records that `gvr`'s objects can be read as protobuf messages of type `message`
+    /// (built-in kinds; the generator emits the tables).
+    pub fn register_protobuf(&mut self, gvr: Gvr, message: &'static crate::proto::Message) -> &mut Self {
+        self.protobuf.insert(gvr, message);
+        self
+    }
+    /// The protobuf table of `gvr`'s objects, if it has one.
+    pub fn protobuf(&self, gvr: &Gvr) -> Option<&'static crate::proto::Message> {
+        self.protobuf.get(gvr).copied()
     }
     /// The constructor for `gvr`.
     pub fn get(&self, gvr: &Gvr) -> Option<&InformerConstructor> {

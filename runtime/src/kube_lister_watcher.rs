@@ -7,6 +7,8 @@
 use std::fmt::Debug;
 use std::marker::PhantomData;
 
+use http_body_util::BodyExt;
+use kube_client::client::Body;
 use kube_client::{Api, Client};
 use kube_core::params::{ListParams, WatchParams};
 use kube_core::request::Error as BuildError;
@@ -16,20 +18,29 @@ use serde::de::DeserializeOwned;
 use crate::error::Error;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
-use crate::watch_events::watch_events;
+use crate::proto::{self, Message};
+use crate::watch_events::{accept_protobuf, api_error, is_protobuf, watch_events};
 
 /// Lists and watches full objects through a `kube_client::Api<K>` (already scoped to a
 /// namespace or to all namespaces).
 #[derive(Clone)]
 pub struct KubeListerWatcher<K> {
     target: Target,
+    protobuf: Option<&'static Message>,
     resource: PhantomData<fn() -> K>,
 }
 
 impl<K: Resource> KubeListerWatcher<K> {
-    /// Lists and watches what `api` addresses (its client, resource and namespace).
+    /// Lists and watches what `api` addresses (its client, resource and namespace), in JSON.
     pub fn new(api: Api<K>) -> Self {
-        KubeListerWatcher { target: Target::of(api), resource: PhantomData }
+        KubeListerWatcher { target: Target::of(api), protobuf: None, resource: PhantomData }
+    }
+
+    /// Asks for protobuf and decodes it with `message`, the table of `K`'s kind (JSON
+    /// responses are still read as JSON).
+    pub fn with_protobuf(mut self, message: &'static Message) -> Self {
+        self.protobuf = Some(message);
+        self
     }
 }
 
@@ -61,12 +72,33 @@ impl Target {
         Target { request: Request::new(api.resource_url()), client: api.into_client() }
     }
 
-    /// Sends a list request built by `self.request`.
-    async fn list<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>) -> Result<ListPage<T>, Error>
+    /// Sends a list request built by `self.request`; with `protobuf`, asks for protobuf.
+    async fn list<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
     where
         T: Clone + DeserializeOwned,
     {
-        let list: ObjectList<T> = self.client.request(req.map_err(kube_client::Error::BuildRequest)?).await?;
+        let req = req.map_err(kube_client::Error::BuildRequest)?;
+        let Some(message) = protobuf else {
+            return Self::json_page(self.client.request(req).await?);
+        };
+        let mut req = req.map(Body::from);
+        accept_protobuf(&mut req);
+        req.extensions_mut().insert("list");
+        let response = self.client.send(req).await?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(api_error(status, response).await);
+        }
+        let protobuf = is_protobuf(response.headers());
+        let bytes = response.into_body().collect().await.map_err(Error::from)?.to_bytes();
+        if protobuf {
+            proto::decode_list(message, &bytes).map_err(|e| Error::Decode(e.to_string()))
+        } else {
+            Self::json_page(serde_json::from_slice(&bytes).map_err(|e| Error::Decode(e.to_string()))?)
+        }
+    }
+
+    fn json_page<T: Clone>(list: ObjectList<T>) -> Result<ListPage<T>, Error> {
         Ok(ListPage {
             items: list.items,
             resource_version: list.metadata.resource_version.unwrap_or_default(),
@@ -75,11 +107,11 @@ impl Target {
     }
 
     /// Sends a watch request built by `self.request` (`name` tags it, as kube's `Api` does).
-    async fn watch<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>, name: &'static str) -> Result<WatchStream<T>, Error>
+    async fn watch<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>, name: &'static str, protobuf: Option<&'static Message>) -> Result<WatchStream<T>, Error>
     where
         T: DeserializeOwned + Send + 'static,
     {
-        watch_events(&self.client, req.map_err(kube_client::Error::BuildRequest)?, name).await
+        watch_events(&self.client, req.map_err(kube_client::Error::BuildRequest)?, name, protobuf).await
     }
 }
 
@@ -110,11 +142,11 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<K>, Error> {
-        self.target.list(self.target.request.list(&list_params(opts))).await
+        self.target.list(self.target.request.list(&list_params(opts)), self.protobuf).await
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<K>, Error> {
-        self.target.watch(self.target.request.watch(&watch_params(opts), &opts.resource_version), "watch").await
+        self.target.watch(self.target.request.watch(&watch_params(opts), &opts.resource_version), "watch", self.protobuf).await
     }
 }
 
@@ -123,11 +155,11 @@ where
     K: Resource + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<LeanPartialObjectMeta<K>>, Error> {
-        self.target.list(self.target.request.list_metadata(&list_params(opts))).await
+        self.target.list(self.target.request.list_metadata(&list_params(opts)), None).await
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<LeanPartialObjectMeta<K>>, Error> {
         let req = self.target.request.watch_metadata(&watch_params(opts), &opts.resource_version);
-        self.target.watch(req, "watch_metadata").await
+        self.target.watch(req, "watch_metadata", None).await
     }
 }

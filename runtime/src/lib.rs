@@ -45,6 +45,7 @@ mod key;
 mod kube_lister_watcher;
 mod lister;
 mod lister_watcher;
+pub mod proto;
 mod queue;
 mod real_fifo;
 mod reflector;
@@ -59,7 +60,7 @@ pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaObject, Del
 pub use delta_fifo::DeltaFifo;
 pub use error::{ApiStatus, Error, NotFound};
 pub use factory::{
-    FactoryOptions, InformerScope, MetaTransformFn, SharedInformerFactory, TweakFn, strip_managed_fields_meta,
+    FactoryOptions, InformerScope, WireFormat, MetaTransformFn, SharedInformerFactory, TweakFn, strip_managed_fields_meta,
 };
 pub use generic::{
     AnyObject, ErasedInformer, GenericInformer, GenericLister, Gvr, InformerConstructor,

@@ -13,6 +13,9 @@
 //! - At most [`CHUNKS_AHEAD`] chunks are queued between the pump and the stream.
 //! - The pump ends when the stream is dropped (no connection is kept open for nobody), when
 //!   the body ends and after the first body error (which the stream yields, then ends).
+//! - A protobuf response (asked for with [`accept_protobuf`], and sent with the protobuf
+//!   content type) is read as length-prefixed frames, one event each, decoded with the
+//!   kind's table; a frame split across chunks is gathered first, like a line.
 //! - One non-blank line is one event. A line inside one chunk is decoded in place; only a
 //!   line split across chunks is gathered into a buffer first.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
@@ -25,7 +28,7 @@ use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use http::header::{ACCEPT_ENCODING, HeaderValue};
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, HeaderValue};
 use http_body_util::BodyExt;
 use kube_client::Client;
 use kube_client::client::Body;
@@ -35,17 +38,39 @@ use tokio::sync::mpsc;
 
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
+use crate::proto::{self, Message};
 
 /// Body chunks queued ahead of the decoding stream: ≈256 KB of small objects' 4 KB chunks;
 /// an event larger than that mostly comes as one chunk of its own.
 const CHUNKS_AHEAD: usize = 64;
 
-/// Sends the watch `request` and returns its events.
-pub(crate) async fn watch_events<T>(client: &Client, request: http::Request<Vec<u8>>, name: &'static str) -> Result<WatchStream<T>, Error>
+/// Asks for protobuf first and JSON second (what a server that has no protobuf for the
+/// kind sends instead).
+pub(crate) fn accept_protobuf<B>(request: &mut http::Request<B>) {
+    static ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/vnd.kubernetes.protobuf, application/json");
+    request.headers_mut().insert(ACCEPT, ACCEPT_BOTH.clone());
+}
+
+/// Whether a response is Kubernetes protobuf (a watch's content type has `;stream=watch`).
+pub(crate) fn is_protobuf(headers: &http::HeaderMap) -> bool {
+    headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with(proto::CONTENT_TYPE))
+}
+
+/// Sends the watch `request` and returns its events; with `protobuf`, asks for protobuf
+/// and decodes it with that table when the server sends it.
+pub(crate) async fn watch_events<T>(
+    client: &Client,
+    request: http::Request<Vec<u8>>,
+    name: &'static str,
+    protobuf: Option<&'static Message>,
+) -> Result<WatchStream<T>, Error>
 where
     T: DeserializeOwned + Send + 'static,
 {
     let mut request = request.map(Body::from);
+    if protobuf.is_some() {
+        accept_protobuf(&mut request);
+    }
     request.extensions_mut().insert(name);
     // kube-client's decompression reads only the first gzip member; watch streams are not
     // compressed for it (as kube's own `request_events` asks).
@@ -53,22 +78,33 @@ where
     let response = client.send(request).await?;
     let status = response.status();
     if !status.is_success() {
-        return Err(api_error(status, response.into_body()).await);
+        return Err(api_error(status, response).await);
     }
+    let framed = protobuf.filter(|_| is_protobuf(response.headers()));
     let (chunks, received) = mpsc::channel(CHUNKS_AHEAD);
     tokio::spawn(pump(response.into_body(), chunks));
-    Ok(EventLines::<T>::new(received).boxed())
+    Ok(match framed {
+        Some(message) => EventFrames::<T>::new(received, message).boxed(),
+        None => EventLines::<T>::new(received).boxed(),
+    })
 }
 
-/// The error a failed response carries: its `Status`, or its code and text.
-async fn api_error(code: http::StatusCode, body: Body) -> Error {
-    let bytes = match body.collect().await {
+/// The error a failed response carries: its `Status` (JSON or protobuf), or its code and
+/// text.
+pub(crate) async fn api_error(code: http::StatusCode, response: http::Response<Body>) -> Error {
+    let protobuf = is_protobuf(response.headers());
+    let bytes = match response.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => return Error::from(e),
     };
-    match serde_json::from_slice::<Status>(&bytes) {
-        Ok(status) => Error::Api(ApiStatus::from(&status)),
-        Err(_) => Error::Api(ApiStatus {
+    let status = if protobuf {
+        proto::decode_object::<Status>(&proto::envelope::STATUS, &bytes).ok()
+    } else {
+        serde_json::from_slice::<Status>(&bytes).ok()
+    };
+    match status {
+        Some(status) => Error::Api(ApiStatus::from(&status)),
+        None => Error::Api(ApiStatus {
             code: code.as_u16(),
             reason: code.canonical_reason().unwrap_or_default().to_string(),
             message: String::from_utf8_lossy(&bytes).trim().to_string(),
@@ -169,6 +205,76 @@ impl<T: DeserializeOwned> Stream for EventLines<T> {
     }
 }
 
+/// The events of a protobuf watch body (length-prefixed frames), from its queued chunks.
+struct EventFrames<T> {
+    received: mpsc::Receiver<Result<Bytes, Error>>,
+    message: &'static Message,
+    /// The chunk being read, and where its unread part starts.
+    chunk: Bytes,
+    at: usize,
+    /// The start of a frame whose end is in a later chunk.
+    partial: Vec<u8>,
+    ended: bool,
+    event: PhantomData<fn() -> T>,
+}
+
+impl<T> EventFrames<T> {
+    fn new(received: mpsc::Receiver<Result<Bytes, Error>>, message: &'static Message) -> Self {
+        EventFrames { received, message, chunk: Bytes::new(), at: 0, partial: Vec::new(), ended: false, event: PhantomData }
+    }
+}
+
+impl<T: DeserializeOwned> Stream for EventFrames<T> {
+    type Item = Result<WatchEvent<T>, Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let message = this.message;
+        let decode = |frame: &[u8]| proto::decode_watch_event::<T>(message, frame).map_err(|e| Error::Decode(e.to_string()));
+        loop {
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            let rest = &this.chunk[this.at..];
+            if this.partial.is_empty() {
+                if let Some((frame, used)) = proto::envelope::split_frame(rest) {
+                    this.at += used;
+                    return Poll::Ready(Some(decode(frame)));
+                }
+                this.partial.extend_from_slice(rest);
+            } else {
+                // Take what the gathered frame lacks: its 4-byte length first, then its body.
+                let want = match this.partial.get(..4) {
+                    Some(len) => 4 + u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize,
+                    None => 4,
+                };
+                let take = (want - this.partial.len()).min(rest.len());
+                this.partial.extend_from_slice(&rest[..take]);
+                this.at += take;
+                if let Some((frame, _)) = proto::envelope::split_frame(&this.partial) {
+                    let event = decode(frame);
+                    this.partial.clear();
+                    return Poll::Ready(Some(event));
+                }
+                if this.at < this.chunk.len() {
+                    continue;
+                }
+            }
+            this.chunk = Bytes::new();
+            this.at = 0;
+            match ready!(this.received.poll_recv(cx)) {
+                Some(Ok(chunk)) => this.chunk = chunk,
+                Some(Err(e)) => {
+                    this.ended = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                // A frame cut short at the end is dropped, as a cut-off line is.
+                None => this.ended = true,
+            }
+        }
+    }
+}
+
 /// The event on `line`; `None` for a blank line.
 fn decode<T: DeserializeOwned>(line: &[u8]) -> Option<Result<WatchEvent<T>, serde_json::Error>> {
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -262,11 +368,69 @@ mod tests {
         });
         let client = Client::try_from(kube_client::Config::new(url.parse().unwrap())).unwrap();
         let request = kube_core::Request::new("/api/v1/configmaps").watch(&Default::default(), "0").unwrap();
-        let mut stream = watch_events::<ConfigMap>(&client, request, "watch").await.unwrap();
+        let mut stream = watch_events::<ConfigMap>(&client, request, "watch", None).await.unwrap();
         assert_eq!(name(&stream.next().await.unwrap()), "a");
         drop(stream);
         let read = server.await.unwrap().expect("the connection was still open 10 s after the stream was dropped");
         assert_eq!(read.unwrap(), 0, "the client closed the connection");
+    }
+
+    mod frames {
+        use super::*;
+        use crate::proto::{Field, Kind};
+
+        static META: Message = Message {
+            name: "ObjectMeta",
+            fields: &[Field::new(1, "name", Kind::String, "z"), Field::new(6, "resourceVersion", Kind::String, "z")],
+        };
+        static CONFIG_MAP: Message = Message { name: "ConfigMap", fields: &[Field::new(1, "metadata", Kind::Message(&META), "")] };
+
+        /// A length-delimited field.
+        fn ld(number: u8, bytes: &[u8]) -> Vec<u8> {
+            assert!(bytes.len() < 128);
+            [vec![number << 3 | 2, bytes.len() as u8], bytes.to_vec()].concat()
+        }
+
+        /// One length-prefixed watch frame: a ConfigMap `name` at resourceVersion `rv`.
+        fn frame(kind: &str, name: &str, rv: &str) -> Vec<u8> {
+            let object = ld(1, &[ld(1, name.as_bytes()), ld(6, rv.as_bytes())].concat());
+            let unknown = [ld(1, &[ld(1, b"v1"), ld(2, b"ConfigMap")].concat()), ld(2, &object)].concat();
+            let event = [ld(1, kind.as_bytes()), ld(2, &ld(1, &[b"k8s\0".to_vec(), unknown].concat()))].concat();
+            [(event.len() as u32).to_be_bytes().to_vec(), event].concat()
+        }
+
+        async fn events(chunks: &[&[u8]]) -> Vec<Result<WatchEvent<ConfigMap>, Error>> {
+            let (tx, rx) = mpsc::channel(chunks.len() + 1);
+            for c in chunks {
+                tx.send(Ok(Bytes::copy_from_slice(c))).await.unwrap();
+            }
+            drop(tx);
+            EventFrames::<ConfigMap>::new(rx, &CONFIG_MAP).collect().await
+        }
+
+        #[tokio::test]
+        async fn frames_split_anywhere_across_chunks_decode_to_the_same_events() {
+            let body = [frame("ADDED", "a", "1"), frame("MODIFIED", "b", "2")].concat();
+            for cut in 0..=body.len() {
+                for cut2 in cut..=body.len() {
+                    let got = events(&[&body[..cut], &body[cut..cut2], &body[cut2..]]).await;
+                    let names: Vec<String> = got.iter().map(name).collect();
+                    assert_eq!(names, ["a", "b"], "chunks cut at {cut} and {cut2}");
+                }
+            }
+        }
+
+        #[tokio::test]
+        async fn a_cut_off_last_frame_is_dropped_and_a_bad_one_is_a_decode_error() {
+            let a = frame("ADDED", "a", "1");
+            let b = frame("MODIFIED", "b", "2");
+            let got = events(&[&[a.clone(), b[..b.len() - 3].to_vec()].concat()]).await;
+            assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a"]);
+            let bad = frame("RENAMED", "c", "3");
+            let got = events(&[&[a, bad].concat()]).await;
+            assert_eq!(got.len(), 2);
+            assert!(matches!(&got[1], Err(Error::Decode(m)) if m.contains("RENAMED")), "{:?}", got[1]);
+        }
     }
 
     #[tokio::test]

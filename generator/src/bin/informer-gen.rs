@@ -52,6 +52,9 @@ directories are searched recursively for .json, .yaml and .yml files.")]
         /// such as io.k8s.api.core.v1.Pod (repeatable).
         #[arg(long = "lean", value_name = "DEFINITION")]
         lean: Vec<String>,
+        /// Emit no protobuf tables: every informer reads JSON.
+        #[arg(long)]
+        no_protobuf: bool,
     },
     /// List the resources found in the inputs.
     Resources {
@@ -82,7 +85,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
-        Command::Generate { inputs, out, package, runtime_path, check, extern_paths, lean } => {
+        Command::Generate { inputs, out, package, runtime_path, check, extern_paths, lean, no_protobuf } => {
             let start = Instant::now();
             let mut cfg = Config::new();
             cfg.inputs(&inputs).out_dir(&out).rerun_if_changed(false);
@@ -100,6 +103,7 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             for d in lean {
                 cfg.lean_type(d);
             }
+            cfg.protobuf(!no_protobuf);
             if check {
                 let (r, differ) = cfg.check()?;
                 if differ.is_empty() {

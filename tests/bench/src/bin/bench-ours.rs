@@ -14,7 +14,7 @@ use informer_gen_bench::{
 };
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
 use informer_runtime::{
-    Event, FactoryOptions, HandlerFn, HandlerRegistration, Selector, SharedIndexInformer,
+    Event, FactoryOptions, WireFormat, HandlerFn, HandlerRegistration, Selector, SharedIndexInformer,
     WatchListMode, strip_managed_fields_meta,
 };
 use informer_gen_sample::monitoring_coreos_com::v1::ServiceMonitor;
@@ -403,6 +403,9 @@ async fn main() {
         WatchListMode::Auto
     };
     let strip = flag("--strip-managed-fields");
+    // JSON unless asked: the replay server has protobuf for paged lists only.
+    let wire_format = if flag("--protobuf") { WireFormat::Protobuf } else { WireFormat::Json };
+    let name = |json: &'static str, protobuf: &'static str| if wire_format == WireFormat::Protobuf { protobuf } else { json };
     if flag("--metadata") || resource == "servicemonitors" {
         use informer_gen_sample::InformerFactoryExt as _;
         let options = FactoryOptions {
@@ -444,12 +447,13 @@ async fn main() {
         // Lean roots keep managedFields apart from ObjectMeta; their own transform drops them.
         let options = FactoryOptions {
             watch_list,
+            wire_format,
             ..Default::default()
         };
         let strip = strip.then_some(lean::Pod::without_managed_fields);
         sync!(
             informer_gen_tests::lean_builtin,
-            "informer-gen (lean)",
+            name("informer-gen (lean)", "informer-gen (lean, protobuf)"),
             strip,
             &server,
             resource.as_str(),
@@ -459,12 +463,13 @@ async fn main() {
         let options = FactoryOptions {
             transform: strip.then(strip_managed_fields_meta),
             watch_list,
+            wire_format,
             ..Default::default()
         };
         let strip: Option<fn(Pod) -> Pod> = None;
         sync!(
             informer_gen_sample,
-            "informer-gen",
+            name("informer-gen", "informer-gen (protobuf)"),
             strip,
             &server,
             resource.as_str(),
