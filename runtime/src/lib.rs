@@ -12,6 +12,7 @@
 //! - [`SharedInformerFactory`]: one informer per resource, started and stopped together;
 //!   `for_resource` over a [`ResourceRegistry`] that generated code fills.
 //! - [`Lister`] and [`NamespaceLister`]: reads from the store.
+//! - [`proto`]: Kubernetes protobuf decoded into the same types as JSON, for built-in kinds.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -64,7 +64,7 @@ func main() {
 	rate := flag.Int("rate", 1000, "rate of the paced events")
 	relist := flag.Bool("relist", false, "after sync, report peak memory of the sync and of a relist forced by a 410")
 	pagedList := flag.Bool("paged-list", false, "paged LIST instead of WatchList (client-go's WatchListClient feature off)")
-	proto := flag.Bool("protobuf", false, "protobuf instead of JSON, with a paged LIST")
+	proto := flag.Bool("protobuf", false, "protobuf instead of JSON")
 	metadataOnly := flag.Bool("metadata", false, "a metadata-only informer (PartialObjectMetadata)")
 	flag.Parse()
 	if *pagedList {
@@ -78,9 +78,8 @@ func main() {
 	config := &rest.Config{Host: *server, QPS: -1}
 	config.ContentType = "application/json"
 	if *proto {
-		// client-go's default content type; the replay server streams WatchList in JSON only.
+		// client-go's default content type.
 		config.ContentType = "application/vnd.kubernetes.protobuf"
-		os.Setenv("KUBE_FEATURE_WatchListClient", "false")
 	}
 	client := kubernetes.NewForConfigOrDie(config)
 	factory := informers.NewSharedInformerFactory(client, 0)

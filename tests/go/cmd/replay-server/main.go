@@ -13,9 +13,9 @@
 //	                                                        every object as ADDED, then the
 //	                                                        initial-events-end BOOKMARK
 //	GET /api/v1/{pods|configmaps}?watch=1&resourceVersion=R a BOOKMARK, then silence until timeoutSeconds
-//	Accept: application/vnd.kubernetes.protobuf            the same paged lists in protobuf (a
-//	                                                        protobuf watch stays open without
-//	                                                        events; no protobuf WatchList)
+//	Accept: application/vnd.kubernetes.protobuf            the same paged lists and WatchList
+//	                                                        streams in protobuf (a protobuf
+//	                                                        watch stays open without events)
 //	Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1 (or as=PartialObjectMetadata)
 //	                                                        the same lists and watches, metadata
 //	                                                        only (no churn on these watches); wins
@@ -35,6 +35,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -66,11 +67,12 @@ type server struct {
 	objects  [][]byte // full.objects
 	mu       sync.Mutex
 
-	// Protobuf (client-go's default content type): paged lists only; a protobuf watch is
-	// served as an open stream without events.
+	// Protobuf (client-go's default content type): paged lists and WatchList streams; any
+	// other protobuf watch is served as an open stream without events.
 	newList     func(items [][]byte) runtime.Object // a typed list of the objects (JSON in)
 	protoPages  map[int][][]byte
 	protoSerial runtime.Serializer
+	protoStream []byte // the WatchList stream in protobuf (built on first use)
 
 	// Churn: templates of MODIFIED events (built on first use) and the open watch streams.
 	marshalChurn func(i int) []byte // the object i with placeholder resourceVersion and sent-ns
@@ -255,11 +257,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if q.Get("watch") == "1" || q.Get("watch") == "true" {
 		if proto {
-			if q.Get("sendInitialEvents") == "true" {
-				http.Error(w, "WatchList is served as JSON only", http.StatusBadRequest)
-				return
-			}
+			w.Header().Set("Content-Type", protobufType+";stream=watch")
 			w.WriteHeader(http.StatusOK)
+			if q.Get("sendInitialEvents") == "true" {
+				w.Write(s.protoWatchList())
+			}
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 			return
@@ -354,6 +356,48 @@ func (s *server) protoPagesFor(limit int) [][]byte {
 	}
 	s.protoPages[limit] = pages
 	return pages
+}
+
+// protoWatchList is the WatchList stream in protobuf, as the API server writes one: each
+// object ADDED, then the initial-events-end BOOKMARK, each a length-prefixed
+// metav1.WatchEvent whose object is the protobuf-encoded object.
+func (s *server) protoWatchList() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.protoStream != nil {
+		return s.protoStream
+	}
+	var stream bytes.Buffer
+	frame := func(typ string, obj runtime.Object) {
+		var b bytes.Buffer
+		if err := s.protoSerial.Encode(obj, &b); err != nil {
+			panic(err)
+		}
+		event := must((&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: b.Bytes()}}).Marshal())
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(event)))
+		stream.Write(n[:])
+		stream.Write(event)
+	}
+	for start := 0; start < len(s.objects); start += 1000 {
+		items, err := meta.ExtractList(s.newList(s.objects[start:min(start+1000, len(s.objects))]))
+		if err != nil {
+			panic(err)
+		}
+		for _, o := range items {
+			frame("ADDED", o)
+		}
+	}
+	typeMeta := metav1.TypeMeta{Kind: s.full.kind, APIVersion: s.full.apiVersion}
+	bookmarkMeta := metav1.ObjectMeta{ResourceVersion: listRV, Annotations: map[string]string{"k8s.io/initial-events-end": "true"}}
+	switch s.full.kind {
+	case "Pod":
+		frame("BOOKMARK", &corev1.Pod{TypeMeta: typeMeta, ObjectMeta: bookmarkMeta})
+	default:
+		frame("BOOKMARK", &corev1.ConfigMap{TypeMeta: typeMeta, ObjectMeta: bookmarkMeta})
+	}
+	s.protoStream = stream.Bytes()
+	return s.protoStream
 }
 
 func (v *view) bookmark(initialEnd bool) []byte {
