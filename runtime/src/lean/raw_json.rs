@@ -3,7 +3,10 @@
 //!
 //! Invariant: the text is the value re-encoded compactly (object members in the order they
 //! arrived), so decoding and encoding again gives the same JSON value. It is decoded by
-//! transcoding from any serde `Deserializer`, without building a `serde_json::Value` tree.
+//! transcoding from any serde `Deserializer`, without building a `serde_json::Value` tree;
+//! a deserializer that holds the value as JSON text already (the protobuf decoder's raw
+//! extensions and `FieldsV1`) hands the text over whole (see [`TOKEN`]), and text that is
+//! already what transcoding would write is interned as it is.
 
 use std::fmt;
 
@@ -49,16 +52,124 @@ impl Serialize for RawJson {
     }
 }
 
+/// The newtype-struct name under which [`RawJson`] asks for its value: a deserializer that
+/// holds the value as JSON text may answer `visit_bytes` with that text; any other answer is
+/// transcoded.
+pub(crate) const TOKEN: &str = "$informer_runtime::RawJson";
+
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut buf = String::new();
-        Transcode(&mut buf).deserialize(d)?;
-        Ok(RawJson(Str::new(&buf)))
+        d.deserialize_newtype_struct(TOKEN, RawJsonVisitor)
     }
 }
 
+struct RawJsonVisitor;
+
+impl<'de> Visitor<'de> for RawJsonVisitor {
+    type Value = RawJson;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<RawJson, D::Error> {
+        transcoded(|t| t.deserialize(d))
+    }
+    /// JSON text, from a deserializer that holds it as such.
+    fn visit_bytes<E: Error>(self, text: &[u8]) -> Result<RawJson, E> {
+        if let Some(compact) = as_transcoded(text) {
+            return Ok(RawJson(Str::new(compact)));
+        }
+        let mut json = serde_json::Deserializer::from_slice(text);
+        let raw = transcoded(|t| t.deserialize(&mut json)).map_err(E::custom)?;
+        json.end().map_err(E::custom)?;
+        Ok(raw)
+    }
+    // Deserializers that present a newtype struct as its content.
+    fn visit_bool<E: Error>(self, v: bool) -> Result<RawJson, E> {
+        transcoded(|t| t.visit_bool(v))
+    }
+    fn visit_i64<E: Error>(self, v: i64) -> Result<RawJson, E> {
+        transcoded(|t| t.visit_i64(v))
+    }
+    fn visit_u64<E: Error>(self, v: u64) -> Result<RawJson, E> {
+        transcoded(|t| t.visit_u64(v))
+    }
+    fn visit_f64<E: Error>(self, v: f64) -> Result<RawJson, E> {
+        transcoded(|t| t.visit_f64(v))
+    }
+    fn visit_str<E: Error>(self, v: &str) -> Result<RawJson, E> {
+        transcoded(|t| t.visit_str(v))
+    }
+    fn visit_unit<E: Error>(self) -> Result<RawJson, E> {
+        transcoded(|t| t.visit_unit())
+    }
+    fn visit_none<E: Error>(self) -> Result<RawJson, E> {
+        transcoded(|t| t.visit_none())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<RawJson, D::Error> {
+        transcoded(|t| t.visit_some(d))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawJson, A::Error> {
+        transcoded(|t| t.visit_seq(seq))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawJson, A::Error> {
+        transcoded(|t| t.visit_map(map))
+    }
+}
+
+/// The interned text `fill` transcodes.
+fn transcoded<E: Error>(fill: impl FnOnce(Transcode<'_>) -> Result<(), E>) -> Result<RawJson, E> {
+    let mut buf = Vec::new();
+    fill(Transcode(&mut buf))?;
+    let text = std::str::from_utf8(&buf).map_err(E::custom)?;
+    Ok(RawJson(Str::new(text)))
+}
+
+/// `text` when it is valid JSON and byte for byte what transcoding it would write: no
+/// whitespace between tokens, integers only (short enough to stay integers), and no string
+/// escapes that serde_json writes otherwise (`\u…`, `\/`). `None` means: transcode it.
+fn as_transcoded(text: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(text).ok()?;
+    let bytes = text.as_bytes();
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut digits = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            if escaped {
+                if !matches!(b, b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') {
+                    return None;
+                }
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'0'..=b'9' => {
+                digits += 1;
+                if digits > 18 {
+                    return None;
+                }
+                continue;
+            }
+            // Fractions, exponents, `-0` and whitespace are re-written by transcoding.
+            b'.' | b'+' | b'E' | b' ' | b'\t' | b'\n' | b'\r' => return None,
+            b'e' if digits > 0 => return None,
+            b'-' if bytes.get(i + 1) == Some(&b'0') => return None,
+            _ => {}
+        }
+        digits = 0;
+    }
+    serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
+    Some(text)
+}
+
 /// Writes the JSON text of whatever it is fed into its buffer.
-struct Transcode<'a>(&'a mut String);
+struct Transcode<'a>(&'a mut Vec<u8>);
 
 impl<'de> DeserializeSeed<'de> for Transcode<'_> {
     type Value = ();
@@ -67,11 +178,8 @@ impl<'de> DeserializeSeed<'de> for Transcode<'_> {
     }
 }
 
-fn push_json<T: Serialize + ?Sized, E: Error>(buf: &mut String, v: &T) -> Result<(), E> {
-    // serde_json writes valid UTF-8.
-    let text = serde_json::to_string(v).map_err(E::custom)?;
-    buf.push_str(&text);
-    Ok(())
+fn push_json<T: Serialize + ?Sized, E: Error>(buf: &mut Vec<u8>, v: &T) -> Result<(), E> {
+    serde_json::to_writer(buf, v).map_err(E::custom)
 }
 
 impl<'de> Visitor<'de> for Transcode<'_> {
@@ -80,15 +188,15 @@ impl<'de> Visitor<'de> for Transcode<'_> {
         f.write_str("any JSON value")
     }
     fn visit_bool<E: Error>(self, v: bool) -> Result<(), E> {
-        self.0.push_str(if v { "true" } else { "false" });
+        self.0.extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
     fn visit_i64<E: Error>(self, v: i64) -> Result<(), E> {
-        self.0.push_str(&v.to_string());
+        self.0.extend_from_slice(v.to_string().as_bytes());
         Ok(())
     }
     fn visit_u64<E: Error>(self, v: u64) -> Result<(), E> {
-        self.0.push_str(&v.to_string());
+        self.0.extend_from_slice(v.to_string().as_bytes());
         Ok(())
     }
     fn visit_f64<E: Error>(self, v: f64) -> Result<(), E> {
@@ -98,7 +206,7 @@ impl<'de> Visitor<'de> for Transcode<'_> {
         push_json(self.0, v)
     }
     fn visit_unit<E: Error>(self) -> Result<(), E> {
-        self.0.push_str("null");
+        self.0.extend_from_slice(b"null");
         Ok(())
     }
     fn visit_none<E: Error>(self) -> Result<(), E> {
@@ -108,12 +216,12 @@ impl<'de> Visitor<'de> for Transcode<'_> {
         self.deserialize(d)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.0.push('[');
+        self.0.push(b'[');
         let mut first = true;
         loop {
             let len = self.0.len();
             if !first {
-                self.0.push(',');
+                self.0.push(b',');
             }
             if seq.next_element_seed(Transcode(self.0))?.is_none() {
                 self.0.truncate(len);
@@ -121,22 +229,22 @@ impl<'de> Visitor<'de> for Transcode<'_> {
             }
             first = false;
         }
-        self.0.push(']');
+        self.0.push(b']');
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.0.push('{');
+        self.0.push(b'{');
         let mut first = true;
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             if !first {
-                self.0.push(',');
+                self.0.push(b',');
             }
             first = false;
             push_json(self.0, &*key)?;
-            self.0.push(':');
+            self.0.push(b':');
             map.next_value_seed(Transcode(self.0))?;
         }
-        self.0.push('}');
+        self.0.push(b'}');
         Ok(())
     }
 }
@@ -156,6 +264,31 @@ mod tests {
         // From a Value (a non-streaming deserializer) too.
         let again: RawJson = serde_json::from_value(v).unwrap();
         assert_eq!(again.to_value(), raw.to_value());
+    }
+
+    #[test]
+    fn json_text_handed_over_whole_equals_its_transcoding() {
+        let texts = [
+            r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{}}}"#,
+            r#"[1,-2,true,false,null,"e","a\"b\\c\n\t",{},[]]"#,
+            r#"{"x": 1}"#,
+            r#"[1.5,1e3,1E3,-0,12345678901234567890123]"#,
+            r#"["\u003c\u2028","\/"]"#,
+            r#""plain""#,
+            r#"-7"#,
+        ];
+        for text in texts {
+            let whole = RawJsonVisitor.visit_bytes::<serde_json::Error>(text.as_bytes()).unwrap();
+            assert_eq!(whole, RawJson::from_json(text).unwrap(), "{text}");
+        }
+        // Only text already in transcoded form is taken as it is.
+        assert!(as_transcoded(texts[0].as_bytes()).is_some());
+        assert!(as_transcoded(texts[1].as_bytes()).is_some());
+        assert!(texts[2..5].iter().all(|t| as_transcoded(t.as_bytes()).is_none()));
+        for bad in [&b"{"[..], b"{\"a\":}", b"\xff", b"", b"[1]x"] {
+            assert!(as_transcoded(bad).is_none());
+            assert!(RawJsonVisitor.visit_bytes::<serde_json::Error>(bad).is_err());
+        }
     }
 
     #[test]

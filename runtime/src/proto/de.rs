@@ -341,7 +341,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
                     Kind::Time => timestamp::rfc3339_seconds(seconds),
                     _ => timestamp::rfc3339_micros(seconds, nanos),
                 };
-                visitor.visit_string(text)
+                visitor.visit_str(text.as_str())
             }
             Kind::Quantity => {
                 let [text] = self.subfields::<1>()?;
@@ -375,7 +375,15 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
         if self.is_null() { visitor.visit_none() } else { visitor.visit_some(self) }
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, ProtoError> {
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, ProtoError> {
+        if name == crate::lean::RAW_JSON_TOKEN && matches!(self.kind, Kind::RawJson) {
+            // The lean layout's `RawJson` takes the JSON text as it is.
+            let [raw] = self.subfields::<1>()?;
+            return match raw.map(Value::bytes).transpose()?.unwrap_or(&[]) {
+                [] => visitor.visit_unit(),
+                raw => visitor.visit_borrowed_bytes(raw),
+            };
+        }
         visitor.visit_newtype_struct(self)
     }
 

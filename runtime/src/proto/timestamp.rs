@@ -4,23 +4,67 @@
 //! second (`2006-01-02T15:04:05Z`; Go's protobuf decoding drops nanoseconds too),
 //! `MicroTime` with exactly six fractional digits.
 
+/// A timestamp's text, on the stack.
+pub(crate) struct Rfc3339 {
+    buf: [u8; 48],
+    len: usize,
+}
+
+impl Rfc3339 {
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII digits and separators are written.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// `n` in at least `width` decimal digits.
+    fn push_digits(&mut self, n: u64, width: usize) {
+        let mut digits = [b'0'; 20];
+        let mut at = digits.len();
+        let mut n = n;
+        while n > 0 || digits.len() - at < width {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        self.push(&digits[at..]);
+    }
+}
+
 /// `seconds` since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-pub(crate) fn rfc3339_seconds(seconds: i64) -> String {
-    let (date, time) = split(seconds);
-    format!("{date}T{time}Z")
+pub(crate) fn rfc3339_seconds(seconds: i64) -> Rfc3339 {
+    let mut text = date_time(seconds);
+    text.push(b"Z");
+    text
 }
 
 /// `seconds` and `nanos` as `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
-pub(crate) fn rfc3339_micros(seconds: i64, nanos: u32) -> String {
-    let (date, time) = split(seconds);
-    format!("{date}T{time}.{:06}Z", nanos / 1000)
+pub(crate) fn rfc3339_micros(seconds: i64, nanos: u32) -> Rfc3339 {
+    let mut text = date_time(seconds);
+    text.push(b".");
+    text.push_digits(u64::from(nanos / 1000), 6);
+    text.push(b"Z");
+    text
 }
 
-fn split(seconds: i64) -> (String, String) {
+fn date_time(seconds: i64) -> Rfc3339 {
     let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
+    let secs = seconds.rem_euclid(86_400) as u64;
     let (y, m, d) = civil_from_days(days);
-    (format!("{y:04}-{m:02}-{d:02}"), format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60))
+    let mut text = Rfc3339 { buf: [0; 48], len: 0 };
+    if y < 0 {
+        text.push(b"-");
+    }
+    text.push_digits(y.unsigned_abs(), 4);
+    for (sep, n) in [(b"-", u64::from(m)), (b"-", u64::from(d)), (b"T", secs / 3600), (b":", secs / 60 % 60), (b":", secs % 60)] {
+        text.push(sep);
+        text.push_digits(n, 2);
+    }
+    text
 }
 
 /// The proleptic Gregorian date `days` after 1970-01-01 (the days-to-civil algorithm:
@@ -44,12 +88,17 @@ mod tests {
 
     #[test]
     fn known_instants() {
-        assert_eq!(rfc3339_seconds(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339_seconds(1_767_323_045), "2026-01-02T03:04:05Z");
-        assert_eq!(rfc3339_seconds(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339_seconds(-1), "1969-12-31T23:59:59Z");
-        assert_eq!(rfc3339_micros(1_767_323_045, 123_456_789), "2026-01-02T03:04:05.123456Z");
-        assert_eq!(rfc3339_micros(1_767_323_045, 1_000), "2026-01-02T03:04:05.000001Z");
+        assert_eq!(rfc3339_seconds(0).as_str(), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_seconds(1_767_323_045).as_str(), "2026-01-02T03:04:05Z");
+        assert_eq!(rfc3339_seconds(951_782_400).as_str(), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_seconds(-1).as_str(), "1969-12-31T23:59:59Z");
+        assert_eq!(rfc3339_micros(1_767_323_045, 123_456_789).as_str(), "2026-01-02T03:04:05.123456Z");
+        assert_eq!(rfc3339_micros(1_767_323_045, 1_000).as_str(), "2026-01-02T03:04:05.000001Z");
+        // The extremes of i64 seconds fit the buffer.
+        assert_eq!(rfc3339_seconds(-62_135_596_801).as_str(), "0000-12-31T23:59:59Z");
+        assert_eq!(rfc3339_seconds(-62_167_219_201).as_str(), "-0001-12-31T23:59:59Z");
+        assert!(rfc3339_micros(i64::MAX, 999_999_999).as_str().ends_with("T15:30:07.999999Z"));
+        assert!(rfc3339_micros(i64::MIN, 0).as_str().starts_with('-'));
     }
 
     #[test]
