@@ -192,12 +192,10 @@ impl<'de> Visitor<'de> for Transcode<'_> {
         Ok(())
     }
     fn visit_i64<E: Error>(self, v: i64) -> Result<(), E> {
-        self.0.extend_from_slice(v.to_string().as_bytes());
-        Ok(())
+        push_json(self.0, &v)
     }
     fn visit_u64<E: Error>(self, v: u64) -> Result<(), E> {
-        self.0.extend_from_slice(v.to_string().as_bytes());
-        Ok(())
+        push_json(self.0, &v)
     }
     fn visit_f64<E: Error>(self, v: f64) -> Result<(), E> {
         push_json(self.0, &v)

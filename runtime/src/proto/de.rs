@@ -317,6 +317,12 @@ impl<'de> ValueDeserializer<'de> {
         })?;
         Ok(out)
     }
+
+    /// The JSON text inside a `RawExtension` or `FieldsV1` (field 1); empty when it is not set.
+    fn raw_json_bytes(&self) -> Result<&'de [u8], ProtoError> {
+        let [raw] = self.subfields::<1>()?;
+        Ok(raw.map(Value::bytes).transpose()?.unwrap_or(&[]))
+    }
 }
 
 impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
@@ -356,8 +362,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
                 }
             }
             Kind::RawJson => {
-                let [raw] = self.subfields::<1>()?;
-                let raw = raw.map(Value::bytes).transpose()?.unwrap_or(&[]);
+                let raw = self.raw_json_bytes()?;
                 if raw.is_empty() {
                     return visitor.visit_unit();
                 }
@@ -378,8 +383,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
     fn deserialize_newtype_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, ProtoError> {
         if name == crate::lean::RAW_JSON_TOKEN && matches!(self.kind, Kind::RawJson) {
             // The lean layout's `RawJson` takes the JSON text as it is.
-            let [raw] = self.subfields::<1>()?;
-            return match raw.map(Value::bytes).transpose()?.unwrap_or(&[]) {
+            return match self.raw_json_bytes()? {
                 [] => visitor.visit_unit(),
                 raw => visitor.visit_borrowed_bytes(raw),
             };
