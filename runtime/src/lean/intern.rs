@@ -70,13 +70,26 @@ impl<H: Held> Table<H> {
         H: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
+        match self.try_intern(key, || Ok::<H, std::convert::Infallible>(make())) {
+            Ok(held) => held,
+        }
+    }
+
+    /// The held handle equal to `key`, or the one `make` builds, now held; when `make`
+    /// fails, its error and the table is unchanged. `make` runs only for a key not held
+    /// (so a check it makes is skipped for every value seen before).
+    pub fn try_intern<Q, E>(&self, key: &Q, make: impl FnOnce() -> Result<H, E>) -> Result<H, E>
+    where
+        H: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
         let mut inner = self.inner.lock();
         if let Some(found) = inner.set.get(key) {
             let found = found.clone();
             inner.hits += 1;
-            return found;
+            return Ok(found);
         }
-        inner.add(make())
+        Ok(inner.add(make()?))
     }
 
     /// Drops every entry nobody else references; returns how many are left.

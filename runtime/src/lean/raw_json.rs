@@ -1,8 +1,10 @@
 //! [`RawJson`]: any JSON value kept as its compact text, interned (for `FieldsV1`,
 //! `RawExtension`, `JSON` and other free-form fields).
 //!
-//! Invariant: the text is the value re-encoded compactly (object members in the order they
-//! arrived), so decoding and encoding again gives the same JSON value. It is decoded by
+//! Invariants: the text is the value re-encoded compactly (object members in the order they
+//! arrived), so decoding and encoding again gives the same JSON value. Texts are interned in
+//! a table of their own, which holds only such texts: a text found there is taken without
+//! being parsed again. It is decoded by
 //! transcoding from any serde `Deserializer`, without building a `serde_json::Value` tree;
 //! a deserializer that holds the value as JSON text already (the protobuf decoder's raw
 //! extensions and `FieldsV1`) hands the text over whole (see [`TOKEN`]), and text that is
@@ -13,7 +15,10 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Error, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::Str;
+use super::str::StrTable;
+use super::{Str, TableStats};
+
+static TEXTS: StrTable = StrTable::new();
 
 /// A JSON value kept as interned compact text.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -31,6 +36,16 @@ impl RawJson {
         let v = RawJson::deserialize(&mut de)?;
         de.end()?;
         Ok(v)
+    }
+
+    /// Counters of the table of texts.
+    pub fn table_stats() -> TableStats {
+        TEXTS.stats()
+    }
+
+    /// Sweeps the table of texts (see [`super::Table::sweep`]).
+    pub fn sweep_table() -> usize {
+        TEXTS.sweep()
     }
 
     /// The value as a `serde_json::Value`.
@@ -75,8 +90,8 @@ impl<'de> Visitor<'de> for RawJsonVisitor {
     }
     /// JSON text, from a deserializer that holds it as such.
     fn visit_bytes<E: Error>(self, text: &[u8]) -> Result<RawJson, E> {
-        if let Some(compact) = as_transcoded(text) {
-            return Ok(RawJson(Str::new(compact)));
+        if let Ok(held) = Str::try_intern_in(&TEXTS, text, |t| as_transcoded(t).ok_or(())) {
+            return Ok(RawJson(held));
         }
         let mut json = serde_json::Deserializer::from_slice(text);
         let raw = transcoded(|t| t.deserialize(&mut json)).map_err(E::custom)?;
@@ -121,51 +136,102 @@ fn transcoded<E: Error>(fill: impl FnOnce(Transcode<'_>) -> Result<(), E>) -> Re
     let mut buf = Vec::new();
     fill(Transcode(&mut buf))?;
     let text = std::str::from_utf8(&buf).map_err(E::custom)?;
-    Ok(RawJson(Str::new(text)))
+    Ok(RawJson(Str::intern_in(&TEXTS, text)))
 }
 
 /// `text` when it is valid JSON and byte for byte what transcoding it would write: no
-/// whitespace between tokens, integers only (short enough to stay integers), and no string
-/// escapes that serde_json writes otherwise (`\u…`, `\/`). `None` means: transcode it.
+/// whitespace between tokens, integers only (short enough to stay integers, no `-0`), and no
+/// string escapes that serde_json writes otherwise (`\u…`, `\/`). `None` means: transcode
+/// it (which also reports what is wrong with it). One pass, no allocation.
 fn as_transcoded(text: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(text).ok()?;
-    let bytes = text.as_bytes();
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut digits = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_string {
-            if escaped {
-                if !matches!(b, b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') {
+    let end = compact_value(text.as_bytes(), 0, 0)?;
+    (end == text.len()).then_some(text)
+}
+
+/// Containers nest at most this deep in text taken as it is (below serde_json's limit of 128).
+const MAX_DEPTH: usize = 100;
+
+/// The end of the compact JSON value starting at `at`.
+fn compact_value(b: &[u8], at: usize, depth: usize) -> Option<usize> {
+    match *b.get(at)? {
+        b'"' => compact_string(b, at),
+        b'{' | b'[' if depth == MAX_DEPTH => None,
+        b'{' => {
+            let mut i = at + 1;
+            if b.get(i) == Some(&b'}') {
+                return Some(i + 1);
+            }
+            loop {
+                i = compact_string(b, i)?;
+                if b.get(i) != Some(&b':') {
                     return None;
                 }
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'0'..=b'9' => {
-                digits += 1;
-                if digits > 18 {
-                    return None;
+                i = compact_value(b, i + 1, depth + 1)?;
+                match b.get(i)? {
+                    b',' => i += 1,
+                    b'}' => return Some(i + 1),
+                    _ => return None,
                 }
-                continue;
             }
-            // Fractions, exponents, `-0` and whitespace are re-written by transcoding.
-            b'.' | b'+' | b'E' | b' ' | b'\t' | b'\n' | b'\r' => return None,
-            b'e' if digits > 0 => return None,
-            b'-' if bytes.get(i + 1) == Some(&b'0') => return None,
-            _ => {}
         }
-        digits = 0;
+        b'[' => {
+            let mut i = at + 1;
+            if b.get(i) == Some(&b']') {
+                return Some(i + 1);
+            }
+            loop {
+                i = compact_value(b, i, depth + 1)?;
+                match b.get(i)? {
+                    b',' => i += 1,
+                    b']' => return Some(i + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b't' => literal(b, at, b"true"),
+        b'f' => literal(b, at, b"false"),
+        b'n' => literal(b, at, b"null"),
+        b'-' | b'0'..=b'9' => compact_integer(b, at),
+        _ => None,
     }
-    serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
-    Some(text)
+}
+
+fn literal(b: &[u8], at: usize, word: &[u8]) -> Option<usize> {
+    b[at..].starts_with(word).then_some(at + word.len())
+}
+
+/// The end of the string starting at `at` (a `"`), if serde_json would write it the same.
+fn compact_string(b: &[u8], at: usize) -> Option<usize> {
+    if b.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut i = at + 1;
+    loop {
+        let special = b[i..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        i += special;
+        match b[i] {
+            b'"' => return Some(i + 1),
+            b'\\' if matches!(b.get(i + 1), Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't')) => i += 2,
+            _ => return None,
+        }
+    }
+}
+
+/// The end of the integer starting at `at`, if it is one serde_json keeps as an integer and
+/// writes the same (at most 18 digits, no `-0`, no fraction or exponent).
+fn compact_integer(b: &[u8], at: usize) -> Option<usize> {
+    let start = if b[at] == b'-' { at + 1 } else { at };
+    let digits = b[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let end = start + digits;
+    let leading_zero = b.get(start) == Some(&b'0');
+    if digits == 0 || digits > 18 || (leading_zero && (digits > 1 || start > at)) {
+        return None;
+    }
+    if matches!(b.get(end), Some(b'.' | b'e' | b'E')) {
+        return None;
+    }
+    Some(end)
 }
 
 /// Writes the JSON text of whatever it is fed into its buffer.
@@ -283,10 +349,40 @@ mod tests {
         assert!(as_transcoded(texts[0].as_bytes()).is_some());
         assert!(as_transcoded(texts[1].as_bytes()).is_some());
         assert!(texts[2..5].iter().all(|t| as_transcoded(t.as_bytes()).is_none()));
-        for bad in [&b"{"[..], b"{\"a\":}", b"\xff", b"", b"[1]x"] {
+        for bad in [&b"{"[..], b"{\"a\":}", b"\xff", b"", b"[1]x", b"[1,]", b"{\"a\":1,}", b"[01]", b"-", b"tru", b"\"a\x01\"", b"{1:2}", b"[\"a\"\"b\"]"] {
             assert!(as_transcoded(bad).is_none());
             assert!(RawJsonVisitor.visit_bytes::<serde_json::Error>(bad).is_err());
         }
+    }
+
+    #[test]
+    fn text_taken_as_it_is_is_exactly_what_transcoding_writes() {
+        let deep = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        let too_deep = format!("[{deep}]");
+        let texts = [
+            r#"{"a":{"b":[1,2,{"c":null}],"d":true},"e":"x\"y","f":-12,"g":0,"h":-1}"#,
+            r#"{"":{},"k:{\"name\":\"c\"}":{".":{}}}"#,
+            r#"[-0]"#,
+            r#"[00]"#,
+            r#"[123456789012345678]"#,
+            r#"[-123456789012345678]"#,
+            r#"{"a" :1}"#,
+            r#"[1e5]"#,
+            r#""\/""#,
+            "\"é\u{7f}\"",
+            &deep,
+            &too_deep,
+        ];
+        for text in texts {
+            let taken = as_transcoded(text.as_bytes());
+            let transcoded = RawJson::from_json(text).ok();
+            if let Some(taken) = taken {
+                assert_eq!(Some(taken), transcoded.as_ref().map(RawJson::as_str), "{text}");
+            }
+            assert_eq!(taken.is_some(), transcoded.as_ref().is_some_and(|t| t.as_str() == text) && text != too_deep, "{text}");
+        }
+        // Longer integers are transcoded even where that would not change them.
+        assert!(as_transcoded(b"[1234567890123456789]").is_none());
     }
 
     #[test]

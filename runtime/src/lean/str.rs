@@ -1,7 +1,9 @@
 //! [`Str`]: an interned, immutable string.
 //!
-//! Invariants: every `Str` comes from the one process-wide string table, so equal strings
-//! share one allocation and compare and hash by address. The allocation is freed when the
+//! Invariants: every `Str` comes from a string table — the process-wide one, or (for
+//! [`super::RawJson`]'s texts) a table of its own whose `Str`s are never compared with
+//! these — so equal strings of one table share one allocation and compare and hash by
+//! address. The allocation is freed when the
 //! last `Str` (the table's included) is dropped; the count is atomic, as in `Arc`.
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
@@ -17,7 +19,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::intern::{Held, Table, TableStats};
 
-static STRINGS: Table<ByContent> = Table::new();
+/// A table of strings, looked up by their bytes.
+pub(crate) type StrTable = Table<ByContent>;
+
+static STRINGS: StrTable = Table::new();
 
 /// The start of a string's allocation; the UTF-8 bytes follow it.
 #[repr(C)]
@@ -44,7 +49,28 @@ fn layout(len: usize) -> Layout {
 impl Str {
     /// The interned `s`; allocates only for a string not held yet.
     pub fn new(s: &str) -> Self {
-        STRINGS.intern(s, || ByContent(Str::alloc(s))).0
+        Str::intern_in(&STRINGS, s)
+    }
+
+    /// The interned text of `bytes`; they are checked to be UTF-8 only when not held yet.
+    pub fn from_utf8(bytes: &[u8]) -> Result<Self, std::str::Utf8Error> {
+        Str::try_intern_in(&STRINGS, bytes, std::str::from_utf8)
+    }
+
+    /// `s` interned in `table`.
+    pub(crate) fn intern_in(table: &StrTable, s: &str) -> Self {
+        table.intern(s.as_bytes(), || ByContent(Str::alloc(s))).0
+    }
+
+    /// `bytes` interned in `table`; for bytes not held yet, `check` gives the text to hold
+    /// (which must equal `bytes`) or the error returned.
+    pub(crate) fn try_intern_in<'b, E>(table: &StrTable, bytes: &'b [u8], check: impl FnOnce(&'b [u8]) -> Result<&'b str, E>) -> Result<Self, E> {
+        let held = table.try_intern(bytes, || {
+            let text = check(bytes)?;
+            debug_assert_eq!(text.as_bytes(), bytes);
+            Ok(ByContent(Str::alloc(text)))
+        })?;
+        Ok(held.0)
     }
 
     fn alloc(s: &str) -> Self {
@@ -108,9 +134,9 @@ impl Drop for Str {
     }
 }
 
-/// A `Str` hashed and compared by its text, as the table holds it.
+/// A `Str` hashed and compared by its bytes, as a table holds it.
 #[derive(Clone)]
-struct ByContent(Str);
+pub(crate) struct ByContent(Str);
 
 impl PartialEq for ByContent {
     fn eq(&self, other: &Self) -> bool {
@@ -122,13 +148,13 @@ impl Eq for ByContent {}
 
 impl Hash for ByContent {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.as_str().hash(state)
+        self.0.as_bytes().hash(state)
     }
 }
 
-impl Borrow<str> for ByContent {
-    fn borrow(&self) -> &str {
-        self.0.as_str()
+impl Borrow<[u8]> for ByContent {
+    fn borrow(&self) -> &[u8] {
+        self.0.as_bytes()
     }
 }
 
@@ -203,7 +229,7 @@ impl Serialize for Str {
 
 struct StrVisitor;
 
-impl Visitor<'_> for StrVisitor {
+impl<'de> Visitor<'de> for StrVisitor {
     type Value = Str;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a string")
@@ -211,11 +237,24 @@ impl Visitor<'_> for StrVisitor {
     fn visit_str<E: Error>(self, s: &str) -> Result<Str, E> {
         Ok(Str::new(s))
     }
+    /// Text not checked to be UTF-8 yet, from a deserializer that answers [`TOKEN`].
+    fn visit_bytes<E: Error>(self, bytes: &[u8]) -> Result<Str, E> {
+        Str::from_utf8(bytes).map_err(E::custom)
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Str, D::Error> {
+        d.deserialize_str(self)
+    }
 }
+
+/// The newtype-struct name under which [`Str`] asks for its value: a deserializer holding
+/// the text as bytes not yet checked to be UTF-8 (the protobuf decoder) may answer
+/// `visit_bytes` with them, so a string already interned is never checked again; any other
+/// deserializer is asked for a string.
+pub(crate) const TOKEN: &str = "$informer_runtime::Str";
 
 impl<'de> Deserialize<'de> for Str {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(StrVisitor)
+        d.deserialize_newtype_struct(TOKEN, StrVisitor)
     }
 }
 
@@ -239,5 +278,12 @@ mod tests {
         let decoded: Str = serde_json::from_str(r#""thin-str-test-value""#).unwrap();
         assert!(std::ptr::eq(decoded.as_ptr(), c.as_ptr()));
         assert_eq!(serde_json::to_string(&decoded).unwrap(), r#""thin-str-test-value""#);
+        // From bytes: a held string is found without a check, a new one is checked.
+        assert!(std::ptr::eq(Str::from_utf8(b"thin-str-test-value").unwrap().as_ptr(), c.as_ptr()));
+        assert_eq!(Str::from_utf8("thin-str-t\u{e9}st".as_bytes()).unwrap(), "thin-str-t\u{e9}st");
+        assert!(Str::from_utf8(b"thin-str-test-\xff").is_err());
+        // As map keys and values through serde_json.
+        let map: std::collections::HashMap<Str, Str> = serde_json::from_str(r#"{"thin-str-test-value":"v"}"#).unwrap();
+        assert_eq!(map.get(&c).map(Str::as_str), Some("v"));
     }
 }

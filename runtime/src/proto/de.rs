@@ -270,10 +270,10 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
                 None => return Ok(None),
             },
         };
-        let (mut key, mut value) = ("", None);
+        let (mut key, mut value) = (&[][..], None);
         Reader::new(entry.bytes()?).for_each(|number, v| {
             match number {
-                1 => key = v.str()?,
+                1 => key = v.bytes()?,
                 2 => value = Some(v),
                 _ => {}
             }
@@ -281,7 +281,7 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
         })?;
         // An absent value is the zero value of its kind.
         self.value = Some(value.unwrap_or(if kind_is_varint(self.values) { Value::Varint(0) } else { Value::Bytes(&[]) }));
-        seed.deserialize(BorrowedStrDeserializer::new(key)).map(Some)
+        seed.deserialize(ValueDeserializer { kind: &Kind::String, value: Value::Bytes(key) }).map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, ProtoError> {
@@ -387,6 +387,10 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
                 [] => visitor.visit_unit(),
                 raw => visitor.visit_borrowed_bytes(raw),
             };
+        }
+        if name == crate::lean::STR_TOKEN && matches!(self.kind, Kind::String) {
+            // The lean layout's `Str` checks the text only when it is not interned yet.
+            return visitor.visit_borrowed_bytes(self.value.bytes()?);
         }
         visitor.visit_newtype_struct(self)
     }
