@@ -119,6 +119,21 @@ fn a_protobuf_list_decodes_its_items_and_paging() {
 }
 
 #[test]
+fn sub_messages_decoded_before_from_the_same_bytes_are_reused() {
+    use informer_runtime::lean::{Interned, Shared};
+    let (_, json, pb) = objects().into_iter().find(|o| o.0 == "Pod").unwrap();
+    let first: lean::Pod = decode_object(&tables::K8S_IO_API_CORE_V1_POD, &pb).unwrap();
+    let reused_before = lean::PodSpec::table().stats().reused_encodings;
+    let again: lean::Pod = decode_object(&tables::K8S_IO_API_CORE_V1_POD, &pb).unwrap();
+    // The whole spec was reused (so its containers were not even looked at).
+    assert!(lean::PodSpec::table().stats().reused_encodings > reused_before, "the spec of the second decode was reused");
+    assert_eq!(again, first);
+    assert!(std::sync::Arc::ptr_eq(Shared::as_arc(again.spec.as_ref().unwrap()), Shared::as_arc(first.spec.as_ref().unwrap())));
+    // What is reused is what decoding gives: the same as from JSON.
+    assert_eq!(again, serde_json::from_value::<lean::Pod>(json).unwrap());
+}
+
+#[test]
 fn a_protobuf_watch_stream_decodes_each_event_type() {
     let bytes = std::fs::read(fixtures().join("pod-watch.pb")).unwrap();
     let mut events = Vec::new();

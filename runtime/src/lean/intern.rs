@@ -4,25 +4,47 @@
 //! `Arc` for a value equal to one already held, so equal `Shared`s point to one allocation
 //! (equality and hashing are by address). A table sweeps entries with no reference outside
 //! it when it has doubled since the last sweep.
+//!
+//! A table also remembers, for a bounded number of recent values, the protobuf bytes each
+//! was decoded from (see `crate::proto::offered`), so equal bytes give the held value without
+//! being decoded again. That memory holds at most [`MAX_ENCODINGS`] entries and
+//! [`MAX_ENCODED_BYTES`] bytes per table, is emptied whenever it would grow past them and at
+//! every sweep (so it never keeps a value from being swept for long), and is paused for a
+//! while for a type whose bytes rarely repeat (where it would only cost).
 
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use parking_lot::Mutex;
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{Error, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 type Hasher_ = foldhash::fast::FixedState;
 
 const FIRST_SWEEP: usize = 4096;
 
+/// Most encodings a table remembers at once.
+pub(crate) const MAX_ENCODINGS: usize = 4096;
+/// Most bytes of encodings a table remembers at once.
+pub(crate) const MAX_ENCODED_BYTES: usize = 1 << 20;
+/// Lookups by encoding judged at a time: fewer than 1 in 16 found pauses them.
+const ENCODING_WINDOW: u32 = 1024;
+/// Decodes that skip the lookup by encoding after a window judged not worth it.
+const ENCODING_PAUSE: u32 = 16 * 1024;
+
 /// A table of interned values held through handles of type `H` (hashed and compared by
 /// content).
 pub struct Table<H> {
     inner: Mutex<Inner<H>>,
+    /// Decodes left before lookups by encoding resume (0: they are on).
+    encoding_pause: AtomicU32,
 }
 
 /// The table of [`Shared`] values of type `T`.
@@ -33,6 +55,12 @@ struct Inner<H> {
     sweep_at: usize,
     hits: u64,
     misses: u64,
+    reused_encodings: u64,
+    /// Encoded bytes → (a tag naming the encoding's schema, the value decoded from them).
+    encodings: std::collections::HashMap<Box<[u8]>, (usize, H), Hasher_>,
+    encoded_bytes: usize,
+    window: u32,
+    window_hits: u32,
 }
 
 /// A handle a [`Table`] can hold and sweep.
@@ -56,12 +84,50 @@ pub struct TableStats {
     pub hits: u64,
     /// Interns that added a value.
     pub misses: u64,
+    /// Decodes skipped because equal encoded bytes were remembered.
+    pub reused_encodings: u64,
 }
 
 impl<H: Held> Table<H> {
     /// An empty table (usable in a `static`).
     pub const fn new() -> Self {
-        Table { inner: Mutex::new(Inner { set: HashSet::with_hasher(Hasher_::with_seed(0x5eed_1ea4)), sweep_at: FIRST_SWEEP, hits: 0, misses: 0 }) }
+        Table {
+            inner: Mutex::new(Inner {
+                set: HashSet::with_hasher(Hasher_::with_seed(0x5eed_1ea4)),
+                sweep_at: FIRST_SWEEP,
+                hits: 0,
+                misses: 0,
+                reused_encodings: 0,
+                encodings: std::collections::HashMap::with_hasher(Hasher_::with_seed(0x5eed_1ea5)),
+                encoded_bytes: 0,
+                window: 0,
+                window_hits: 0,
+            }),
+            encoding_pause: AtomicU32::new(0),
+        }
+    }
+
+    /// The value decoded before from `encoding` (of the schema `tag`), if remembered;
+    /// `Err(())` when lookups by encoding are paused for this table (decode, and do not
+    /// remember the result).
+    pub(crate) fn find_encoded(&self, tag: usize, encoding: &[u8]) -> Result<Option<H>, ()> {
+        if self.encoding_pause.load(Ordering::Relaxed) != 0 && self.encoding_pause.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+            return Err(());
+        }
+        let mut inner = self.inner.lock();
+        let found = inner.encodings.get(encoding).filter(|(t, _)| *t == tag).map(|(_, h)| h.clone());
+        inner.window += 1;
+        inner.window_hits += u32::from(found.is_some());
+        inner.reused_encodings += u64::from(found.is_some());
+        if inner.window == ENCODING_WINDOW {
+            if inner.window_hits < ENCODING_WINDOW / 16 {
+                self.encoding_pause.store(ENCODING_PAUSE, Ordering::Relaxed);
+                inner.forget_encodings();
+            }
+            inner.window = 0;
+            inner.window_hits = 0;
+        }
+        Ok(found)
     }
 
     /// The held handle equal to `key`, or the one `make` builds, now held.
@@ -104,11 +170,35 @@ impl<H: Held> Table<H> {
     /// The table's counters.
     pub fn stats(&self) -> TableStats {
         let inner = self.inner.lock();
-        TableStats { entries: inner.set.len(), hits: inner.hits, misses: inner.misses }
+        TableStats { entries: inner.set.len(), hits: inner.hits, misses: inner.misses, reused_encodings: inner.reused_encodings }
     }
 }
 
 impl<T: Hash + Eq> Table<Arc<T>> {
+    /// [`Table::intern_owned`], remembering that `encoding` (of the schema `tag`) decodes to
+    /// the result.
+    pub(crate) fn intern_encoded(&self, value: T, tag: usize, encoding: &[u8]) -> Arc<T> {
+        let mut inner = self.inner.lock();
+        let held = match inner.set.get(&value) {
+            Some(found) => {
+                let found = found.clone();
+                inner.hits += 1;
+                found
+            }
+            None => inner.add(Arc::new(value)),
+        };
+        if encoding.len() <= MAX_ENCODED_BYTES / 16 && self.encoding_pause.load(Ordering::Relaxed) == 0 {
+            if inner.encodings.len() == MAX_ENCODINGS || inner.encoded_bytes + encoding.len() > MAX_ENCODED_BYTES {
+                inner.forget_encodings();
+            }
+            inner.encoded_bytes += encoding.len();
+            if inner.encodings.insert(encoding.into(), (tag, held.clone())).is_some() {
+                inner.encoded_bytes -= encoding.len();
+            }
+        }
+        held
+    }
+
     /// The held `Arc` equal to `value`, or `value` itself, now held.
     pub fn intern_owned(&self, value: T) -> Arc<T> {
         let mut inner = self.inner.lock();
@@ -131,7 +221,14 @@ impl<H: Held> Inner<H> {
         made
     }
 
+    fn forget_encodings(&mut self) {
+        self.encodings = std::collections::HashMap::with_hasher(self.encodings.hasher().clone());
+        self.encoded_bytes = 0;
+    }
+
     fn sweep(&mut self) {
+        // Remembered encodings hold references; they are a cache, forgotten first.
+        self.forget_encodings();
         // Only the table can hand out a new reference, and it is locked: an entry seen as
         // the only reference stays so until it is dropped here.
         self.set.retain(|h| !h.is_only_reference());
@@ -208,9 +305,47 @@ impl<T: Serialize> Serialize for Shared<T> {
     }
 }
 
+/// The newtype-struct name under which [`Shared`] asks for its value: the protobuf
+/// deserializer answers `visit_borrowed_bytes` with the sub-message's bytes (offering its
+/// schema, see `crate::proto::offered`), so a value decoded from equal bytes before is
+/// reused; any other deserializer is asked for the value itself.
+pub(crate) const TOKEN: &str = "$informer_runtime::Shared";
+
 impl<'de, T: Interned + Deserialize<'de>> Deserialize<'de> for Shared<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_newtype_struct(TOKEN, SharedVisitor(PhantomData))
+    }
+}
+
+struct SharedVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Interned + Deserialize<'de>> Visitor<'de> for SharedVisitor<T> {
+    type Value = Shared<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value")
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Shared<T>, D::Error> {
         T::deserialize(d).map(Shared::new)
+    }
+    /// An encoded protobuf message, offered by the protobuf deserializer.
+    fn visit_borrowed_bytes<E: Error>(self, encoding: &'de [u8]) -> Result<Shared<T>, E> {
+        let Some(message) = crate::proto::offered::take() else {
+            return Err(E::invalid_type(Unexpected::Bytes(encoding), &self));
+        };
+        let tag = std::ptr::from_ref(message) as usize;
+        let table = T::table();
+        match table.find_encoded(tag, encoding) {
+            Ok(Some(found)) => Ok(Shared(found)),
+            Ok(None) => Ok(Shared(table.intern_encoded(crate::proto::offered::decode(message, encoding).map_err(E::custom)?, tag, encoding))),
+            Err(()) => crate::proto::offered::decode(message, encoding).map(Shared::new).map_err(E::custom),
+        }
+    }
+    // Deserializers that present a newtype struct as its content.
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Shared<T>, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(Shared::new)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Shared<T>, A::Error> {
+        T::deserialize(SeqAccessDeserializer::new(seq)).map(Shared::new)
     }
 }
 
@@ -225,11 +360,47 @@ mod tests {
         let b = table.intern_owned((1, 2));
         assert!(Arc::ptr_eq(&a, &b));
         let c = table.intern_owned((3, 4));
-        assert_eq!(table.stats(), TableStats { entries: 2, hits: 1, misses: 2 });
+        assert_eq!(table.stats(), TableStats { entries: 2, hits: 1, misses: 2, reused_encodings: 0 });
         drop(c);
         assert_eq!(table.sweep(), 1, "(3, 4) had no reference left but the table's");
         drop((a, b));
         assert_eq!(table.sweep(), 0);
+    }
+
+    #[test]
+    fn encodings_are_remembered_within_bounds_and_paused_where_they_do_not_repeat() {
+        let table: InternTable<u64> = InternTable::new();
+        assert_eq!(table.find_encoded(1, b"seven"), Ok(None));
+        let seven = table.intern_encoded(7, 1, b"seven");
+        assert!(Arc::ptr_eq(&table.find_encoded(1, b"seven").unwrap().unwrap(), &seven));
+        assert_eq!(table.find_encoded(2, b"seven"), Ok(None), "the same bytes of another schema");
+        assert_eq!(table.stats().reused_encodings, 1);
+        // Bounded: past MAX_ENCODINGS entries the memory starts again.
+        for i in 0..MAX_ENCODINGS as u64 {
+            table.intern_encoded(i + 100, 1, &i.to_le_bytes());
+        }
+        assert!(table.inner.lock().encodings.len() < MAX_ENCODINGS);
+        assert!(table.inner.lock().encoded_bytes <= MAX_ENCODED_BYTES);
+        // Too big to remember.
+        let big = vec![0u8; MAX_ENCODED_BYTES / 16 + 1];
+        table.intern_encoded(1, 1, &big);
+        assert_eq!(table.find_encoded(1, &big), Ok(None));
+        // Sweeps forget every encoding (they hold references).
+        table.sweep();
+        assert_eq!(table.inner.lock().encodings.len(), 0);
+        // Bytes that never repeat pause the lookups for a while, then they resume.
+        let table: InternTable<u64> = InternTable::new();
+        let mut paused = 0;
+        for i in 0..(ENCODING_WINDOW + ENCODING_PAUSE + 1) as u64 {
+            match table.find_encoded(1, &i.to_le_bytes()) {
+                Ok(None) => drop(table.intern_encoded(i, 1, &i.to_le_bytes())),
+                Ok(Some(_)) => panic!("bytes {i} were never seen"),
+                Err(()) => paused += 1,
+            }
+        }
+        assert_eq!(paused, ENCODING_PAUSE);
+        assert_eq!(table.find_encoded(1, &0u64.to_le_bytes()), Ok(None), "resumed, and forgot what it had");
+        assert_eq!(table.inner.lock().encodings.len(), 1, "only what came after the pause");
     }
 
     #[test]

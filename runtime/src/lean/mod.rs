@@ -29,6 +29,7 @@ pub use meta::{LeanMeta, LeanRoot, ManagedFieldsEntry, OwnerReference};
 pub use partial_object_meta::{LeanPartialObjectMeta, PARTIAL_OBJECT_METADATA_API_VERSION, PARTIAL_OBJECT_METADATA_KIND};
 pub use raw_json::RawJson;
 pub(crate) use raw_json::TOKEN as RAW_JSON_TOKEN;
+pub(crate) use intern::TOKEN as SHARED_TOKEN;
 pub(crate) use str::TOKEN as STR_TOKEN;
 pub use str::Str;
 

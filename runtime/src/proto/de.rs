@@ -388,6 +388,11 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
                 raw => visitor.visit_borrowed_bytes(raw),
             };
         }
+        if let (crate::lean::SHARED_TOKEN, Kind::Message(message)) = (name, self.kind) {
+            // The lean layout's `Shared` reuses a value decoded from the same bytes before.
+            let bytes = self.value.bytes()?;
+            return super::offered::offer(message, || visitor.visit_borrowed_bytes(bytes));
+        }
         if name == crate::lean::STR_TOKEN && matches!(self.kind, Kind::String) {
             // The lean layout's `Str` checks the text only when it is not interned yet.
             return visitor.visit_borrowed_bytes(self.value.bytes()?);

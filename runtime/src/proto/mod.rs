@@ -13,6 +13,7 @@
 //! over objects the Kubernetes Go libraries encoded both ways).
 
 mod de;
+pub(crate) mod offered;
 pub mod descriptor;
 pub mod envelope;
 mod timestamp;
