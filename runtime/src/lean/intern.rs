@@ -33,7 +33,7 @@ const FIRST_SWEEP: usize = 4096;
 /// Most encodings a table remembers at once.
 pub(crate) const MAX_ENCODINGS: usize = 4096;
 /// Most bytes of encodings a table remembers at once.
-pub(crate) const MAX_ENCODED_BYTES: usize = 1 << 20;
+pub(crate) const MAX_ENCODED_BYTES: usize = 256 << 10;
 /// Lookups by encoding judged at a time: fewer than 1 in 16 found pauses them.
 const ENCODING_WINDOW: u32 = 1024;
 /// Decodes that skip the lookup by encoding after a window judged not worth it.
@@ -56,9 +56,7 @@ struct Inner<H> {
     hits: u64,
     misses: u64,
     reused_encodings: u64,
-    /// Encoded bytes → (a tag naming the encoding's schema, the value decoded from them).
-    encodings: std::collections::HashMap<Box<[u8]>, (usize, H), Hasher_>,
-    encoded_bytes: usize,
+    encodings: Encodings<H>,
     window: u32,
     window_hits: u32,
 }
@@ -98,8 +96,11 @@ impl<H: Held> Table<H> {
                 hits: 0,
                 misses: 0,
                 reused_encodings: 0,
-                encodings: std::collections::HashMap::with_hasher(Hasher_::with_seed(0x5eed_1ea5)),
-                encoded_bytes: 0,
+                encodings: Encodings {
+                    by_hash: std::collections::HashMap::with_hasher(Hasher_::with_seed(0x5eed_1ea5)),
+                    bytes_hasher: Hasher_::with_seed(0x5eed_1ea6),
+                    arena: Vec::new(),
+                },
                 window: 0,
                 window_hits: 0,
             }),
@@ -115,7 +116,7 @@ impl<H: Held> Table<H> {
             return Err(());
         }
         let mut inner = self.inner.lock();
-        let found = inner.encodings.get(encoding).filter(|(t, _)| *t == tag).map(|(_, h)| h.clone());
+        let found = inner.encodings.get(tag, encoding).cloned();
         inner.window += 1;
         inner.window_hits += u32::from(found.is_some());
         inner.reused_encodings += u64::from(found.is_some());
@@ -188,13 +189,7 @@ impl<T: Hash + Eq> Table<Arc<T>> {
             None => inner.add(Arc::new(value)),
         };
         if encoding.len() <= MAX_ENCODED_BYTES / 16 && self.encoding_pause.load(Ordering::Relaxed) == 0 {
-            if inner.encodings.len() == MAX_ENCODINGS || inner.encoded_bytes + encoding.len() > MAX_ENCODED_BYTES {
-                inner.forget_encodings();
-            }
-            inner.encoded_bytes += encoding.len();
-            if inner.encodings.insert(encoding.into(), (tag, held.clone())).is_some() {
-                inner.encoded_bytes -= encoding.len();
-            }
+            inner.encodings.insert(tag, encoding, held.clone());
         }
         held
     }
@@ -222,8 +217,7 @@ impl<H: Held> Inner<H> {
     }
 
     fn forget_encodings(&mut self) {
-        self.encodings = std::collections::HashMap::with_hasher(self.encodings.hasher().clone());
-        self.encoded_bytes = 0;
+        self.encodings.clear();
     }
 
     fn sweep(&mut self) {
@@ -233,6 +227,47 @@ impl<H: Held> Inner<H> {
         // the only reference stays so until it is dropped here.
         self.set.retain(|h| !h.is_only_reference());
         self.sweep_at = (self.set.len() * 2).max(FIRST_SWEEP);
+    }
+}
+
+/// Remembered encodings: their bytes one after another in one buffer (no allocation per
+/// entry), each found by the hash of its bytes and then compared in full. Two encodings
+/// with one hash keep the later.
+struct Encodings<H> {
+    by_hash: std::collections::HashMap<u64, Encoded<H>, Hasher_>,
+    bytes_hasher: Hasher_,
+    arena: Vec<u8>,
+}
+
+struct Encoded<H> {
+    /// The schema the bytes encode (two schemas may encode different values alike).
+    tag: usize,
+    start: usize,
+    len: usize,
+    held: H,
+}
+
+impl<H> Encodings<H> {
+    fn get(&self, tag: usize, encoding: &[u8]) -> Option<&H> {
+        use std::hash::BuildHasher;
+        let e = self.by_hash.get(&self.bytes_hasher.hash_one(encoding))?;
+        (e.tag == tag && self.arena[e.start..e.start + e.len] == *encoding).then_some(&e.held)
+    }
+
+    fn insert(&mut self, tag: usize, encoding: &[u8], held: H) {
+        use std::hash::BuildHasher;
+        if self.by_hash.len() == MAX_ENCODINGS || self.arena.len() + encoding.len() > MAX_ENCODED_BYTES {
+            self.clear();
+        }
+        let start = self.arena.len();
+        self.arena.extend_from_slice(encoding);
+        self.by_hash.insert(self.bytes_hasher.hash_one(encoding), Encoded { tag, start, len: encoding.len(), held });
+    }
+
+    /// Forgets every encoding, keeping the memory for the next ones (within the bounds).
+    fn clear(&mut self) {
+        self.by_hash.clear();
+        self.arena.clear();
     }
 }
 
@@ -379,15 +414,15 @@ mod tests {
         for i in 0..MAX_ENCODINGS as u64 {
             table.intern_encoded(i + 100, 1, &i.to_le_bytes());
         }
-        assert!(table.inner.lock().encodings.len() < MAX_ENCODINGS);
-        assert!(table.inner.lock().encoded_bytes <= MAX_ENCODED_BYTES);
+        assert!(table.inner.lock().encodings.by_hash.len() < MAX_ENCODINGS);
+        assert!(table.inner.lock().encodings.arena.len() <= MAX_ENCODED_BYTES);
         // Too big to remember.
         let big = vec![0u8; MAX_ENCODED_BYTES / 16 + 1];
         table.intern_encoded(1, 1, &big);
         assert_eq!(table.find_encoded(1, &big), Ok(None));
         // Sweeps forget every encoding (they hold references).
         table.sweep();
-        assert_eq!(table.inner.lock().encodings.len(), 0);
+        assert_eq!(table.inner.lock().encodings.by_hash.len(), 0);
         // Bytes that never repeat pause the lookups for a while, then they resume.
         let table: InternTable<u64> = InternTable::new();
         let mut paused = 0;
@@ -400,7 +435,7 @@ mod tests {
         }
         assert_eq!(paused, ENCODING_PAUSE);
         assert_eq!(table.find_encoded(1, &0u64.to_le_bytes()), Ok(None), "resumed, and forgot what it had");
-        assert_eq!(table.inner.lock().encodings.len(), 1, "only what came after the pause");
+        assert_eq!(table.inner.lock().encodings.by_hash.len(), 1, "only what came after the pause");
     }
 
     #[test]
