@@ -9,8 +9,8 @@
 //! was decoded from (see `crate::proto::offered`), so equal bytes give the held value without
 //! being decoded again. That memory holds at most [`MAX_ENCODINGS`] entries and
 //! [`MAX_ENCODED_BYTES`] bytes per table, is emptied whenever it would grow past them and at
-//! every sweep (so it never keeps a value from being swept for long), and is paused for a
-//! while for a type whose bytes rarely repeat (where it would only cost).
+//! every sweep (so it never keeps a value from being swept for long), and is paused (its memory
+//! freed) for a while for a type whose bytes rarely repeat (where it would only cost).
 
 use std::borrow::Borrow;
 use std::collections::HashSet;
@@ -123,7 +123,8 @@ impl<H: Held> Table<H> {
         if inner.window == ENCODING_WINDOW {
             if inner.window_hits < ENCODING_WINDOW / 16 {
                 self.encoding_pause.store(ENCODING_PAUSE, Ordering::Relaxed);
-                inner.forget_encodings();
+                // Paused: nothing is remembered until the pause ends, so the memory goes too.
+                inner.encodings.release();
             }
             inner.window = 0;
             inner.window_hits = 0;
@@ -268,6 +269,12 @@ impl<H> Encodings<H> {
     fn clear(&mut self) {
         self.by_hash.clear();
         self.arena.clear();
+    }
+
+    /// Forgets every encoding and frees the memory that held them.
+    fn release(&mut self) {
+        self.by_hash = std::collections::HashMap::with_hasher(self.by_hash.hasher().clone());
+        self.arena = Vec::new();
     }
 }
 
@@ -430,7 +437,13 @@ mod tests {
             match table.find_encoded(1, &i.to_le_bytes()) {
                 Ok(None) => drop(table.intern_encoded(i, 1, &i.to_le_bytes())),
                 Ok(Some(_)) => panic!("bytes {i} were never seen"),
-                Err(()) => paused += 1,
+                Err(()) => {
+                    if paused == 0 {
+                        let inner = table.inner.lock();
+                        assert_eq!((inner.encodings.arena.capacity(), inner.encodings.by_hash.capacity()), (0, 0), "a paused table frees what held its encodings");
+                    }
+                    paused += 1
+                }
             }
         }
         assert_eq!(paused, ENCODING_PAUSE);

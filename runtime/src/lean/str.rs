@@ -5,9 +5,18 @@
 //! these — so equal strings of one table share one allocation and compare and hash by
 //! address. The allocation is freed when the
 //! last `Str` (the table's included) is dropped; the count is atomic, as in `Arc`.
+//!
+//! Each thread also keeps the short strings (at most [`RECENT_MAX_LEN`] bytes) of the
+//! process-wide table it interned last, one per slot of [`RECENT_SLOTS`] chosen by a hash
+//! of their bytes; a string found there is taken without the table's lock. Those slots are
+//! references like any other: a string held only by the table and a slot outlives its last
+//! outside reference (and survives sweeps) until the slot is reused or the thread ends —
+//! at most `RECENT_SLOTS × RECENT_MAX_LEN` bytes of text per thread.
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::borrow::Borrow;
+use std::cell::RefCell;
+use std::convert::Infallible;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
@@ -23,6 +32,43 @@ use super::intern::{Held, Table, TableStats};
 pub(crate) type StrTable = Table<ByContent>;
 
 static STRINGS: StrTable = Table::new();
+
+/// Longest string a thread's recent strings hold.
+const RECENT_MAX_LEN: usize = 64;
+/// Slots of a thread's recent strings (a power of two).
+const RECENT_SLOTS: usize = 1024;
+const RECENT_HASHER: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x5eed_1ea7);
+
+thread_local! {
+    /// The short strings of [`STRINGS`] this thread interned last (empty until first used).
+    static RECENT: RefCell<Vec<Option<Str>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `bytes` interned in [`STRINGS`], found first among the thread's recent strings; for
+/// bytes not held yet, `check` gives the text to hold (equal to `bytes`) or the error.
+fn intern_global<'b, E>(bytes: &'b [u8], check: impl FnOnce(&'b [u8]) -> Result<&'b str, E>) -> Result<Str, E> {
+    if bytes.len() > RECENT_MAX_LEN {
+        return Str::try_intern_in(&STRINGS, bytes, check);
+    }
+    let slot = {
+        use std::hash::BuildHasher;
+        (RECENT_HASHER.hash_one(bytes) >> (64 - RECENT_SLOTS.trailing_zeros())) as usize
+    };
+    let recent = RECENT.try_with(|recent| recent.borrow().get(slot).and_then(Option::as_ref).filter(|s| s.as_bytes() == bytes).cloned());
+    if let Ok(Some(found)) = recent {
+        return Ok(found);
+    }
+    let held = Str::try_intern_in(&STRINGS, bytes, check)?;
+    // During the thread's exit the slots are gone: the table alone answers.
+    let _ = RECENT.try_with(|recent| {
+        let mut recent = recent.borrow_mut();
+        if recent.is_empty() {
+            recent.resize_with(RECENT_SLOTS, || None);
+        }
+        recent[slot] = Some(held.clone());
+    });
+    Ok(held)
+}
 
 /// The start of a string's allocation; the UTF-8 bytes follow it.
 #[repr(C)]
@@ -49,12 +95,14 @@ fn layout(len: usize) -> Layout {
 impl Str {
     /// The interned `s`; allocates only for a string not held yet.
     pub fn new(s: &str) -> Self {
-        Str::intern_in(&STRINGS, s)
+        match intern_global(s.as_bytes(), |_| Ok::<_, Infallible>(s)) {
+            Ok(held) => held,
+        }
     }
 
     /// The interned text of `bytes`; they are checked to be UTF-8 only when not held yet.
     pub fn from_utf8(bytes: &[u8]) -> Result<Self, std::str::Utf8Error> {
-        Str::try_intern_in(&STRINGS, bytes, std::str::from_utf8)
+        intern_global(bytes, std::str::from_utf8)
     }
 
     /// `s` interned in `table`.
@@ -285,5 +333,27 @@ mod tests {
         // As map keys and values through serde_json.
         let map: std::collections::HashMap<Str, Str> = serde_json::from_str(r#"{"thin-str-test-value":"v"}"#).unwrap();
         assert_eq!(map.get(&c).map(Str::as_str), Some("v"));
+    }
+
+    #[test]
+    fn recent_strings_answer_the_table_s_string_on_every_thread() {
+        // More strings than slots, so slots are reused and some lookups go to the table.
+        let texts: Vec<String> = (0..4 * RECENT_SLOTS).map(|i| format!("recent-str-test-{i}")).collect();
+        let first: Vec<Str> = texts.iter().map(|t| Str::new(t)).collect();
+        let same_again = |texts: &[String], first: &[Str]| {
+            for (t, held) in texts.iter().zip(first) {
+                let again = Str::from_utf8(t.as_bytes()).unwrap();
+                assert!(std::ptr::eq(again.as_ptr(), held.as_ptr()), "{t}");
+                assert_eq!(again, t.as_str());
+                assert!(std::ptr::eq(Str::new(t).as_ptr(), held.as_ptr()), "{t}");
+            }
+        };
+        same_again(&texts, &first);
+        std::thread::scope(|scope| scope.spawn(|| same_again(&texts, &first)).join().unwrap());
+        // Longer than the slots hold: the table alone.
+        let long = "recent-str-test-".repeat(RECENT_MAX_LEN / 16 + 1);
+        assert!(std::ptr::eq(Str::new(&long).as_ptr(), Str::from_utf8(long.as_bytes()).unwrap().as_ptr()));
+        // Bytes that are not UTF-8 are refused, recent strings or not.
+        assert!(Str::from_utf8(b"recent-str-test-\xff").is_err());
     }
 }
