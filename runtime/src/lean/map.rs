@@ -44,12 +44,17 @@ impl<V> FromIterator<(Str, V)> for Map<V> {
     fn from_iter<I: IntoIterator<Item = (Str, V)>>(iter: I) -> Self {
         let mut out: Vec<(Str, V)> = Vec::new();
         for (k, v) in iter {
-            match out.iter_mut().find(|(ok, _)| *ok == k) {
-                Some(slot) => slot.1 = v,
-                None => out.push((k, v)),
-            }
+            push_or_replace(&mut out, k, v);
         }
         Map(out.into_boxed_slice())
+    }
+}
+
+/// Adds an entry, or replaces the value of the entry with the same key.
+fn push_or_replace<V>(entries: &mut Vec<(Str, V)>, k: Str, v: V) {
+    match entries.iter_mut().find(|(ok, _)| *ok == k) {
+        Some(slot) => slot.1 = v,
+        None => entries.push((k, v)),
     }
 }
 
@@ -78,11 +83,13 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Map<V> {
                 f.write_str("a map")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Map<V>, A::Error> {
-                let mut entries = Vec::with_capacity(access.size_hint().unwrap_or(0));
+                // A deserializer that knows the length (protobuf) sizes the entries exactly;
+                // the bound keeps a hint from allocating what the input cannot hold.
+                let mut entries: Vec<(Str, V)> = Vec::with_capacity(access.size_hint().unwrap_or(0).min(1024));
                 while let Some((k, v)) = access.next_entry::<Str, V>()? {
-                    entries.push((k, v));
+                    push_or_replace(&mut entries, k, v);
                 }
-                Ok(entries.into_iter().collect())
+                Ok(Map(entries.into_boxed_slice()))
             }
         }
         d.deserialize_map(MapVisitor(PhantomData))

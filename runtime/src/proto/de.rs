@@ -167,6 +167,21 @@ fn next_occurrence<'de>(reader: &mut Reader<'de>, field: &Field) -> Result<Optio
     }
 }
 
+/// How many occurrences of `field` follow one another from `reader` on, without consuming
+/// them; each packed run of varints counts its varints when `packed` is set. Malformed
+/// input counts what reads before it (the decode then reports the error).
+fn occurrences_ahead(reader: &Reader<'_>, field: &Field, packed: bool) -> usize {
+    let mut ahead = reader.clone();
+    let mut n = 0;
+    while let Ok(Some(value)) = next_occurrence(&mut ahead, field) {
+        n += match value {
+            Value::Bytes(b) if packed => Reader::new(b).varints_left(),
+            _ => 1,
+        };
+    }
+    n
+}
+
 /// A repeated field's consecutive occurrences (or one packed run of varints) as a sequence.
 struct Repeated<'a, 'de> {
     field: &'static Field,
@@ -204,6 +219,18 @@ impl<'de> de::Deserializer<'de> for Repeated<'_, 'de> {
 
 impl<'de> SeqAccess<'de> for Repeated<'_, 'de> {
     type Error = ProtoError;
+
+    /// The exact number of elements left, so a `Vec` is allocated once at its length.
+    fn size_hint(&self) -> Option<usize> {
+        let packed = self.is_varint_kind();
+        let first = match self.first {
+            Some(Value::Bytes(b)) if packed => Reader::new(b).varints_left(),
+            Some(_) => 1,
+            None => 0,
+        };
+        let run = self.packed.as_ref().map_or(0, |r| r.varints_left());
+        Some(first + run + occurrences_ahead(self.reader, self.field, packed))
+    }
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, ProtoError> {
         let value = loop {
@@ -261,6 +288,11 @@ impl<'de> de::Deserializer<'de> for Entries<'_, 'de> {
 
 impl<'de> MapAccess<'de> for Entries<'_, 'de> {
     type Error = ProtoError;
+
+    /// The exact number of entries left (Go writes a map's entries one after another).
+    fn size_hint(&self) -> Option<usize> {
+        Some(usize::from(self.first.is_some()) + occurrences_ahead(self.reader, self.field, false))
+    }
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, ProtoError> {
         let entry = match self.first.take() {
@@ -433,6 +465,7 @@ fn base64_encode(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     #[test]
     fn base64_matches_go() {
@@ -440,5 +473,77 @@ mod tests {
         assert_eq!(base64_encode(&[0, 1, 2, 0xff]), "AAEC/w==");
         assert_eq!(base64_encode(b"hunter2"), "aHVudGVyMg==");
         assert_eq!(base64_encode(b"abc"), "YWJj");
+    }
+
+    /// A sequence or map: the size hint it was given, and how many elements it had.
+    #[derive(Debug, PartialEq)]
+    struct Hinted(Option<usize>, usize);
+
+    impl<'de> serde::Deserialize<'de> for Hinted {
+        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Hinted;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a sequence or map")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Hinted, A::Error> {
+                    let hint = seq.size_hint();
+                    let mut n = 0;
+                    while seq.next_element::<de::IgnoredAny>()?.is_some() {
+                        n += 1;
+                    }
+                    Ok(Hinted(hint, n))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Hinted, A::Error> {
+                    let hint = map.size_hint();
+                    let mut n = 0;
+                    while map.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {
+                        n += 1;
+                    }
+                    Ok(Hinted(hint, n))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Lists {
+        names: Hinted,
+        ports: Hinted,
+        labels: Hinted,
+        after: String,
+        sizes: Hinted,
+    }
+
+    static LISTS: Message = Message {
+        name: "Lists",
+        fields: &[
+            Field::new(1, "names", Kind::String, "r"),
+            Field::new(2, "ports", Kind::Int32, "r"),
+            Field::new(3, "labels", Kind::Map(&Kind::String), ""),
+            Field::new(4, "after", Kind::String, ""),
+            Field::new(5, "sizes", Kind::Int64, "r"),
+        ],
+    };
+
+    #[test]
+    fn lists_and_maps_tell_their_exact_length_up_front() {
+        let bytes = [
+            &[0x0a, 1, b'a', 0x0a, 2, b'b', b'b', 0x0a, 3, b'c', b'c', b'c'][..],
+            // 80, 300, 8080 packed in one run.
+            &[0x12, 5, 0x50, 0xac, 0x02, 0x90, 0x3f],
+            &[0x1a, 8, 0x0a, 2, b'k', b'1', 0x12, 2, b'v', b'1', 0x1a, 8, 0x0a, 2, b'k', b'2', 0x12, 2, b'v', b'2'],
+            &[0x22, 1, b'x'],
+            // 1, 2 unpacked.
+            &[0x28, 1, 0x28, 2],
+        ]
+        .concat();
+        let lists = Lists::deserialize(MessageDeserializer { message: &LISTS, bytes: &bytes, type_meta: None }).unwrap();
+        assert_eq!(
+            lists,
+            Lists { names: Hinted(Some(3), 3), ports: Hinted(Some(3), 3), labels: Hinted(Some(2), 2), after: "x".into(), sizes: Hinted(Some(2), 2) }
+        );
     }
 }

@@ -50,6 +50,12 @@ impl<'a> Reader<'a> {
         Err(ProtoError::new("truncated or overlong varint"))
     }
 
+    /// The varints left in a packed run being read (each ends at a byte without the
+    /// continuation bit).
+    pub(crate) fn varints_left(&self) -> usize {
+        self.buf.iter().filter(|&&b| b < 0x80).count()
+    }
+
     /// The next field's number and wire type.
     pub(crate) fn key(&mut self) -> Result<(u32, u8), ProtoError> {
         let key = self.varint()?;
