@@ -75,7 +75,7 @@ impl Target {
     /// Sends a list request built by `self.request`; with `protobuf`, asks for protobuf.
     async fn list<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
     where
-        T: Clone + DeserializeOwned,
+        T: Clone + DeserializeOwned + Send,
     {
         let req = req.map_err(kube_client::Error::BuildRequest)?;
         let Some(message) = protobuf else {

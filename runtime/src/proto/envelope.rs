@@ -6,6 +6,12 @@
 //! Invariants: nothing is decoded from an envelope whose magic or content encoding is not
 //! the plain protobuf one; a list's items are decoded with the item table the caller gives,
 //! its metadata with `ListMeta`'s numbers (1 = metadata, 2 = items in every Kubernetes list).
+//! A list's items may be decoded on several threads at once (at most
+//! [`MAX_DECODE_THREADS`], each given at least [`MIN_ITEMS_PER_THREAD`] items); the page
+//! keeps the items in wire order, and an error names the first item, in that order, that
+//! failed.
+
+use std::sync::OnceLock;
 
 use kube_core::watch::Bookmark;
 use kube_core::{Status, WatchEvent};
@@ -62,10 +68,29 @@ pub fn decode_object<K: DeserializeOwned>(message: &'static Message, bytes: &[u8
         .map_err(|e| e.within(message.name))
 }
 
-/// Decodes an enveloped list response whose items are `item` messages.
-pub fn decode_list<K: DeserializeOwned>(item: &'static Message, bytes: &[u8]) -> Result<ListPage<K>, ProtoError> {
+/// Most threads one list page is decoded on.
+pub const MAX_DECODE_THREADS: usize = 4;
+/// Fewest items a thread is given: below that, starting it costs more than it saves.
+pub const MIN_ITEMS_PER_THREAD: usize = 64;
+
+/// Threads a page may be decoded on: the cores this process may use, at most
+/// [`MAX_DECODE_THREADS`] (asked once: the answer reads cgroup files).
+fn decode_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DECODE_THREADS))
+}
+
+/// Decodes an enveloped list response whose items are `item` messages. A page of many
+/// items is decoded on several threads (see the module's invariants).
+pub fn decode_list<K: DeserializeOwned + Send>(item: &'static Message, bytes: &[u8]) -> Result<ListPage<K>, ProtoError> {
+    decode_list_on(item, bytes, decode_threads())
+}
+
+/// [`decode_list`] on at most `threads` threads.
+fn decode_list_on<K: DeserializeOwned + Send>(item: &'static Message, bytes: &[u8], threads: usize) -> Result<ListPage<K>, ProtoError> {
     let u = unknown(bytes)?;
     let mut page = ListPage { items: Vec::new(), resource_version: String::new(), continue_token: None };
+    let mut encoded: Vec<&[u8]> = Vec::new();
     Reader::new(u.raw).for_each(|number, value| {
         match number {
             1 => Reader::new(value.bytes()?).for_each(|n, v| {
@@ -76,15 +101,40 @@ pub fn decode_list<K: DeserializeOwned>(item: &'static Message, bytes: &[u8]) ->
                 }
                 Ok(())
             })?,
-            2 => {
-                let item = K::deserialize(MessageDeserializer { message: item, bytes: value.bytes()?, type_meta: None })
-                    .map_err(|e| e.within(&format!("{}.items[{}]", u.kind, page.items.len())))?;
-                page.items.push(item);
-            }
+            2 => encoded.push(value.bytes()?),
             _ => {}
         }
         Ok(())
     })?;
+    let decode_from = |first: usize, items: &[&[u8]]| -> Result<Vec<K>, ProtoError> {
+        let mut out = Vec::with_capacity(items.len());
+        for (i, bytes) in items.iter().enumerate() {
+            let item = K::deserialize(MessageDeserializer { message: item, bytes, type_meta: None })
+                .map_err(|e| e.within(&format!("{}.items[{}]", u.kind, first + i)))?;
+            out.push(item);
+        }
+        Ok(out)
+    };
+    let threads = threads.min(encoded.len() / MIN_ITEMS_PER_THREAD).max(1);
+    if threads == 1 {
+        page.items = decode_from(0, &encoded)?;
+        return Ok(page);
+    }
+    let per_thread = encoded.len().div_ceil(threads);
+    let parts: Vec<Result<Vec<K>, ProtoError>> = std::thread::scope(|scope| {
+        let decode_from = &decode_from;
+        let mut chunks = encoded.chunks(per_thread).enumerate();
+        let (_, own) = chunks.next().expect("at least one item per thread");
+        let helpers: Vec<_> = chunks.map(|(c, items)| scope.spawn(move || decode_from(c * per_thread, items))).collect();
+        let mut parts = vec![decode_from(0, own)];
+        // A helper that panicked re-raises its panic here, as decoding on this thread would.
+        parts.extend(helpers.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
+        parts
+    });
+    page.items.reserve_exact(encoded.len());
+    for part in parts {
+        page.items.extend(part?);
+    }
     Ok(page)
 }
 
@@ -169,3 +219,65 @@ pub static STATUS: Message = Message {
         field(6, "code", Kind::Int32, true),
     ],
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A length-delimited field (lengths below 128 only: one varint byte).
+    fn len_field(number: u8, bytes: &[u8]) -> Vec<u8> {
+        assert!(bytes.len() < 128 && number < 16);
+        [&[number << 3 | 2, bytes.len() as u8][..], bytes].concat()
+    }
+
+    static THING: Message = Message { name: "Thing", fields: &[field(1, "name", Kind::String, true), field(2, "n", Kind::Int64, true)] };
+
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Thing {
+        name: String,
+        #[serde(default)]
+        n: i64,
+    }
+
+    /// An enveloped list of things named by `names` (as bytes, so a name may be bad UTF-8).
+    fn list(names: &[Vec<u8>]) -> Vec<u8> {
+        let mut raw = len_field(1, &len_field(2, b"7"));
+        for (i, name) in names.iter().enumerate() {
+            raw.extend(len_field(2, &[len_field(1, name), vec![2 << 3, (i % 100) as u8]].concat()));
+        }
+        let type_meta = [len_field(1, b"v1"), len_field(2, b"ThingList")].concat();
+        let mut unknown = len_field(1, &type_meta);
+        // The list is longer than one varint byte can say.
+        unknown.push(2 << 3 | 2);
+        let mut n = raw.len();
+        while n >= 0x80 {
+            unknown.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        unknown.push(n as u8);
+        unknown.extend(raw);
+        [MAGIC, &unknown].concat()
+    }
+
+    #[test]
+    fn a_page_decoded_on_several_threads_keeps_its_order_and_names_the_first_bad_item() {
+        let names: Vec<Vec<u8>> = (0..MIN_ITEMS_PER_THREAD * 3 + 5).map(|i| format!("thing-{i}").into_bytes()).collect();
+        let bytes = list(&names);
+        let alone: ListPage<Thing> = decode_list_on(&THING, &bytes, 1).unwrap();
+        let shared: ListPage<Thing> = decode_list_on(&THING, &bytes, MAX_DECODE_THREADS).unwrap();
+        assert_eq!(alone.resource_version, "7");
+        assert_eq!(alone.items.len(), names.len());
+        assert_eq!(alone.items[100], Thing { name: "thing-100".into(), n: 0 });
+        assert_eq!(alone.items[names.len() - 1], Thing { name: format!("thing-{}", names.len() - 1), n: (names.len() - 1) as i64 % 100 });
+        assert_eq!(shared.items, alone.items);
+        assert_eq!(shared.resource_version, alone.resource_version);
+        // Two bad items in different threads' parts: the first one is named.
+        let mut bad = names.clone();
+        bad[2 * MIN_ITEMS_PER_THREAD + 1] = b"\xff".to_vec();
+        bad[3 * MIN_ITEMS_PER_THREAD] = b"\xff".to_vec();
+        for threads in [1, MAX_DECODE_THREADS] {
+            let err = decode_list_on::<Thing>(&THING, &list(&bad), threads).unwrap_err().to_string();
+            assert!(err.contains(&format!("ThingList.items[{}]", 2 * MIN_ITEMS_PER_THREAD + 1)), "{threads} threads: {err}");
+        }
+    }
+}
