@@ -16,12 +16,15 @@
 //! - A protobuf response (asked for with [`accept_protobuf`], and sent with the protobuf
 //!   content type) is read as length-prefixed frames, one event each, decoded with the
 //!   kind's table; a frame split across chunks is gathered first, like a line.
+//!   The whole frames received so far are decoded together, possibly on several threads,
+//!   and yielded in wire order.
 //! - One non-blank line is one event. A line inside one chunk is decoded in place; only a
 //!   line split across chunks is gathered into a buffer first.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
 //!   does not decode yields [`Error::Decode`]. An unterminated last line that is cut short
 //!   is dropped, as kube does: the reflector watches again from its last resourceVersion.
 
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -206,6 +209,9 @@ impl<T: DeserializeOwned> Stream for EventLines<T> {
 }
 
 /// The events of a protobuf watch body (length-prefixed frames), from its queued chunks.
+/// The whole frames received so far are decoded together (on several threads when they are
+/// many bytes, see `proto::decode_watch_events`), in order; it waits for a chunk only when
+/// no whole frame is left.
 struct EventFrames<T> {
     received: mpsc::Receiver<Result<Bytes, Error>>,
     message: &'static Message,
@@ -214,63 +220,97 @@ struct EventFrames<T> {
     at: usize,
     /// The start of a frame whose end is in a later chunk.
     partial: Vec<u8>,
+    /// Events decoded and not yet yielded, in wire order; the body's error, if any, last.
+    decoded: VecDeque<Result<WatchEvent<T>, Error>>,
+    /// Nothing more comes from `received`.
     ended: bool,
-    event: PhantomData<fn() -> T>,
 }
 
 impl<T> EventFrames<T> {
     fn new(received: mpsc::Receiver<Result<Bytes, Error>>, message: &'static Message) -> Self {
-        EventFrames { received, message, chunk: Bytes::new(), at: 0, partial: Vec::new(), ended: false, event: PhantomData }
+        EventFrames { received, message, chunk: Bytes::new(), at: 0, partial: Vec::new(), decoded: VecDeque::new(), ended: false }
+    }
+
+    /// Moves the whole frames left in `chunk` (completing `partial` first) to `frames`, and
+    /// the start of a frame cut at the chunk's end to `partial`.
+    fn take_frames(&mut self, frames: &mut Vec<Bytes>) {
+        while self.at < self.chunk.len() {
+            let rest = &self.chunk[self.at..];
+            if self.partial.is_empty() {
+                match proto::envelope::split_frame(rest) {
+                    Some((frame, used)) => {
+                        let start = self.at + 4;
+                        frames.push(self.chunk.slice(start..start + frame.len()));
+                        self.at += used;
+                    }
+                    None => {
+                        self.partial.extend_from_slice(rest);
+                        self.at = self.chunk.len();
+                    }
+                }
+            } else {
+                // Take what the gathered frame lacks: its 4-byte length first, then its body.
+                let want = match self.partial.get(..4) {
+                    Some(len) => 4 + u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize,
+                    None => 4,
+                };
+                let take = (want - self.partial.len()).min(rest.len());
+                self.partial.extend_from_slice(&rest[..take]);
+                self.at += take;
+                if proto::envelope::split_frame(&self.partial).is_some() {
+                    frames.push(Bytes::from(std::mem::take(&mut self.partial)).slice(4..));
+                }
+            }
+        }
     }
 }
 
-impl<T: DeserializeOwned> Stream for EventFrames<T> {
+// Nothing in it is pinned: events are moved out of `decoded` as they are yielded.
+impl<T> Unpin for EventFrames<T> {}
+
+impl<T: DeserializeOwned + Send> Stream for EventFrames<T> {
     type Item = Result<WatchEvent<T>, Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        let message = this.message;
-        let decode = |frame: &[u8]| proto::decode_watch_event::<T>(message, frame).map_err(|e| Error::Decode(e.to_string()));
         loop {
+            if let Some(event) = this.decoded.pop_front() {
+                return Poll::Ready(Some(event));
+            }
             if this.ended {
                 return Poll::Ready(None);
             }
-            let rest = &this.chunk[this.at..];
-            if this.partial.is_empty() {
-                if let Some((frame, used)) = proto::envelope::split_frame(rest) {
-                    this.at += used;
-                    return Poll::Ready(Some(decode(frame)));
-                }
-                this.partial.extend_from_slice(rest);
-            } else {
-                // Take what the gathered frame lacks: its 4-byte length first, then its body.
-                let want = match this.partial.get(..4) {
-                    Some(len) => 4 + u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize,
-                    None => 4,
+            // Gather the whole frames received so far, waiting only while there is none; at
+            // most a queue's worth of chunks, so a fast sender cannot keep the batch open.
+            let mut frames = Vec::new();
+            let mut failed = None;
+            for _ in 0..CHUNKS_AHEAD {
+                this.take_frames(&mut frames);
+                let next = if frames.is_empty() {
+                    ready!(this.received.poll_recv(cx))
+                } else {
+                    match this.received.poll_recv(cx) {
+                        Poll::Ready(next) => next,
+                        Poll::Pending => break,
+                    }
                 };
-                let take = (want - this.partial.len()).min(rest.len());
-                this.partial.extend_from_slice(&rest[..take]);
-                this.at += take;
-                if let Some((frame, _)) = proto::envelope::split_frame(&this.partial) {
-                    let event = decode(frame);
-                    this.partial.clear();
-                    return Poll::Ready(Some(event));
-                }
-                if this.at < this.chunk.len() {
-                    continue;
+                match next {
+                    Some(Ok(chunk)) => (this.chunk, this.at) = (chunk, 0),
+                    Some(Err(e)) => {
+                        (this.ended, failed) = (true, Some(e));
+                        break;
+                    }
+                    // A frame cut short at the end is dropped, as a cut-off line is.
+                    None => {
+                        this.ended = true;
+                        break;
+                    }
                 }
             }
-            this.chunk = Bytes::new();
-            this.at = 0;
-            match ready!(this.received.poll_recv(cx)) {
-                Some(Ok(chunk)) => this.chunk = chunk,
-                Some(Err(e)) => {
-                    this.ended = true;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                // A frame cut short at the end is dropped, as a cut-off line is.
-                None => this.ended = true,
-            }
+            this.take_frames(&mut frames);
+            let events = proto::decode_watch_events::<T, _>(this.message, &frames);
+            this.decoded.extend(events.into_iter().map(|e| e.map_err(|e| Error::Decode(e.to_string()))));
+            this.decoded.extend(failed.map(Err));
         }
     }
 }

@@ -1,0 +1,77 @@
+//! Decoding many independent messages (a list page's items, a batch of watch frames) on
+//! several threads at once.
+//!
+//! Invariants:
+//! - At most [`MAX_DECODE_THREADS`] threads work on one call, the calling thread among them,
+//!   and never more than the cores this process may use.
+//! - Inputs are cut into contiguous parts, one per thread; the parts' results come back in
+//!   input order, so callers keep wire order.
+//! - A panic on a helper thread is raised again on the calling thread, as if it had
+//!   decoded everything itself.
+
+use std::sync::OnceLock;
+
+/// Most threads one page or batch is decoded on.
+pub const MAX_DECODE_THREADS: usize = 4;
+
+/// Threads a decode may use: the cores this process may use, at most [`MAX_DECODE_THREADS`]
+/// (asked once: the answer reads cgroup files).
+pub(crate) fn decode_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DECODE_THREADS))
+}
+
+/// Runs `part(first, inputs[first..first + len])` over `inputs` cut into `threads` contiguous
+/// parts (fewer when there are fewer inputs), the first on this thread, and returns each
+/// part's result in input order.
+pub(crate) fn in_parts<I, R, F>(inputs: &[I], threads: usize, part: F) -> Vec<R>
+where
+    I: Sync,
+    R: Send,
+    F: Fn(usize, &[I]) -> R + Sync,
+{
+    let threads = threads.clamp(1, inputs.len().max(1));
+    if threads == 1 {
+        return vec![part(0, inputs)];
+    }
+    let per_thread = inputs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let part = &part;
+        let mut parts = inputs.chunks(per_thread).enumerate();
+        let (_, own) = parts.next().expect("at least one input");
+        let helpers: Vec<_> = parts.map(|(p, inputs)| scope.spawn(move || part(p * per_thread, inputs))).collect();
+        let mut results = Vec::with_capacity(threads);
+        results.push(part(0, own));
+        results.extend(helpers.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
+        results
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_cover_every_input_once_in_order_with_their_first_index() {
+        let inputs: Vec<u32> = (0..103).collect();
+        for threads in [0, 1, 2, 3, 4, 200] {
+            let parts = in_parts(&inputs, threads, |first, part| (first, part.to_vec()));
+            assert!(parts.len() <= threads.max(1), "{threads} threads: {} parts", parts.len());
+            let mut next = 0;
+            for (first, part) in &parts {
+                assert_eq!(*first, next, "{threads} threads");
+                assert_eq!(part[0] as usize, *first);
+                next += part.len();
+            }
+            assert_eq!(parts.into_iter().flat_map(|(_, p)| p).collect::<Vec<_>>(), inputs, "{threads} threads");
+        }
+        assert_eq!(in_parts(&[] as &[u32], 4, |_, part| part.len()), vec![0]);
+    }
+
+    #[test]
+    fn a_helper_s_panic_is_raised_on_the_caller() {
+        let inputs: Vec<u32> = (0..8).collect();
+        let caught = std::panic::catch_unwind(|| in_parts(&inputs, 2, |first, _| assert_eq!(first, 0, "helper part")));
+        assert!(caught.is_err());
+    }
+}
