@@ -46,6 +46,7 @@ mod key;
 mod kube_lister_watcher;
 mod lister;
 mod lister_watcher;
+mod parallel;
 pub mod proto;
 mod queue;
 mod real_fifo;

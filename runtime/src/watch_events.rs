@@ -15,17 +15,18 @@
 //!   the body ends and after the first body error (which the stream yields, then ends).
 //! - A protobuf response (asked for with [`accept_protobuf`], and sent with the protobuf
 //!   content type) is read as length-prefixed frames, one event each, decoded with the
-//!   kind's table; a frame split across chunks is gathered first, like a line.
-//!   The whole frames received so far are decoded together, possibly on several threads,
-//!   and yielded in wire order.
-//! - One non-blank line is one event. A line inside one chunk is decoded in place; only a
-//!   line split across chunks is gathered into a buffer first.
+//!   kind's table. Otherwise one non-blank line is one event.
+//! - An event inside one chunk is decoded in place; only one split across chunks is
+//!   gathered into a buffer first.
+//! - The whole events received so far are decoded as one batch (on several threads when
+//!   they are many bytes, see `crate::parallel`) and yielded in wire order; the stream
+//!   waits for the pump only when it has no whole event left.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
 //!   does not decode yields [`Error::Decode`]. An unterminated last line that is cut short
 //!   is dropped, as kube does: the reflector watches again from its last resourceVersion.
 
 use std::collections::VecDeque;
-use std::marker::PhantomData;
+use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -41,6 +42,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
+use crate::parallel::{in_parts, threads_for};
 use crate::proto::{self, Message};
 
 /// Body chunks queued ahead of the decoding stream: ≈256 KB of small objects' 4 KB chunks;
@@ -87,8 +89,8 @@ where
     let (chunks, received) = mpsc::channel(CHUNKS_AHEAD);
     tokio::spawn(pump(response.into_body(), chunks));
     Ok(match framed {
-        Some(message) => EventFrames::<T>::new(received, message).boxed(),
-        None => EventLines::<T>::new(received).boxed(),
+        Some(message) => WatchBody::<T, _>::new(received, Frames(message)).boxed(),
+        None => WatchBody::<T, _>::new(received, Lines).boxed(),
     })
 }
 
@@ -141,84 +143,87 @@ async fn pump(mut body: Body, chunks: mpsc::Sender<Result<Bytes, Error>>) {
     }
 }
 
-/// The events of a newline-delimited body, from its queued chunks.
-struct EventLines<T> {
-    received: mpsc::Receiver<Result<Bytes, Error>>,
-    /// The chunk being read, and where its unread part starts.
-    chunk: Bytes,
-    at: usize,
-    /// The start of a line whose end is in a later chunk.
-    partial: Vec<u8>,
-    ended: bool,
-    event: PhantomData<fn() -> T>,
+/// How a watch body is cut into events, and how they are decoded.
+trait Framing: Unpin {
+    /// The first whole event in `buf`: the range of its encoding and the bytes it takes;
+    /// `None` when `buf` holds only the start of one.
+    fn split(buf: &[u8]) -> Option<(Range<usize>, usize)>;
+    /// How many bytes of `rest` complete the event whose start is `partial`; `None` when it
+    /// takes all of `rest` and more.
+    fn completing(partial: &[u8], rest: &[u8]) -> Option<usize>;
+    /// The events encoded in `events`, in order (a blank line is none), decoded on several
+    /// threads when they are many bytes.
+    fn decode<T: DeserializeOwned + Send>(&self, events: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>>;
+    /// The event the bytes left at the body's end hold, if they are not one cut short.
+    fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>>;
 }
 
-impl<T> EventLines<T> {
-    fn new(received: mpsc::Receiver<Result<Bytes, Error>>) -> Self {
-        EventLines { received, chunk: Bytes::new(), at: 0, partial: Vec::new(), ended: false, event: PhantomData }
+/// Newline-delimited JSON events.
+struct Lines;
+
+impl Framing for Lines {
+    fn split(buf: &[u8]) -> Option<(Range<usize>, usize)> {
+        memchr::memchr(b'\n', buf).map(|i| (0..i, i + 1))
     }
-}
 
-impl<T: DeserializeOwned> Stream for EventLines<T> {
-    type Item = Result<WatchEvent<T>, Error>;
+    fn completing(_: &[u8], rest: &[u8]) -> Option<usize> {
+        memchr::memchr(b'\n', rest).map(|i| i + 1)
+    }
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        loop {
-            if this.ended {
-                return Poll::Ready(None);
-            }
-            let rest = &this.chunk[this.at..];
-            if let Some(i) = memchr::memchr(b'\n', rest) {
-                let line = &rest[..i];
-                this.at += i + 1;
-                let event = if this.partial.is_empty() {
-                    decode(line).map(|r| r.map_err(|e| line_error(e, line)))
-                } else {
-                    this.partial.extend_from_slice(line);
-                    let whole = &this.partial;
-                    let event = decode(whole).map(|r| r.map_err(|e| line_error(e, whole)));
-                    this.partial.clear();
-                    event
-                };
-                match event {
-                    Some(event) => return Poll::Ready(Some(event)),
-                    None => continue,
-                }
-            }
-            this.partial.extend_from_slice(rest);
-            this.chunk = Bytes::new();
-            this.at = 0;
-            match ready!(this.received.poll_recv(cx)) {
-                Some(Ok(chunk)) => this.chunk = chunk,
-                Some(Err(e)) => {
-                    this.ended = true;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                None => {
-                    this.ended = true;
-                    let last = std::mem::take(&mut this.partial);
-                    return Poll::Ready(match decode::<T>(&last) {
-                        Some(Err(e)) if e.is_eof() => None,
-                        other => other.map(|r| r.map_err(|e| line_error(e, &last))),
-                    });
-                }
-            }
+    fn decode<T: DeserializeOwned + Send>(&self, lines: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
+        let parts = in_parts(lines, threads_for(lines), |_, lines| {
+            lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))).collect::<Vec<_>>()
+        });
+        parts.into_iter().flatten().collect()
+    }
+
+    fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
+        match decode::<T>(rest) {
+            Some(Err(e)) if e.is_eof() => None,
+            other => other.map(|r| r.map_err(|e| line_error(e, rest))),
         }
     }
 }
 
-/// The events of a protobuf watch body (length-prefixed frames), from its queued chunks.
-/// The whole frames received so far are decoded together (on several threads when they are
-/// many bytes, see `proto::decode_watch_events`), in order; it waits for a chunk only when
-/// no whole frame is left.
-struct EventFrames<T> {
+/// Length-prefixed protobuf frames whose objects are `.0` messages.
+struct Frames(&'static Message);
+
+impl Framing for Frames {
+    fn split(buf: &[u8]) -> Option<(Range<usize>, usize)> {
+        proto::envelope::split_frame(buf).map(|(frame, used)| (4..4 + frame.len(), used))
+    }
+
+    fn completing(partial: &[u8], rest: &[u8]) -> Option<usize> {
+        // The 4-byte length may itself be split.
+        let mut len = [0; 4];
+        let have = partial.len().min(4);
+        len[..have].copy_from_slice(&partial[..have]);
+        len[have..].copy_from_slice(rest.get(..4 - have)?);
+        let missing = 4 + u32::from_be_bytes(len) as usize - partial.len();
+        (missing <= rest.len()).then_some(missing)
+    }
+
+    fn decode<T: DeserializeOwned + Send>(&self, frames: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
+        let events = proto::decode_watch_events::<T, _>(self.0, frames);
+        events.into_iter().map(|e| e.map_err(|e| Error::Decode(e.to_string()))).collect()
+    }
+
+    /// Whole frames are all taken before: what is left is one cut short, dropped as a
+    /// cut-off line is.
+    fn last<T: DeserializeOwned>(&self, _: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
+        None
+    }
+}
+
+/// The events of a watch body, from its queued chunks. The whole events received so far are
+/// decoded together, in order; it waits for a chunk only when no whole event is left.
+struct WatchBody<T, F> {
     received: mpsc::Receiver<Result<Bytes, Error>>,
-    message: &'static Message,
+    framing: F,
     /// The chunk being read, and where its unread part starts.
     chunk: Bytes,
     at: usize,
-    /// The start of a frame whose end is in a later chunk.
+    /// The start of an event whose end is in a later chunk.
     partial: Vec<u8>,
     /// Events decoded and not yet yielded, in wire order; the body's error, if any, last.
     decoded: VecDeque<Result<WatchEvent<T>, Error>>,
@@ -226,49 +231,42 @@ struct EventFrames<T> {
     ended: bool,
 }
 
-impl<T> EventFrames<T> {
-    fn new(received: mpsc::Receiver<Result<Bytes, Error>>, message: &'static Message) -> Self {
-        EventFrames { received, message, chunk: Bytes::new(), at: 0, partial: Vec::new(), decoded: VecDeque::new(), ended: false }
+// Nothing in it is pinned: events are moved out of `decoded` as they are yielded.
+impl<T, F: Framing> Unpin for WatchBody<T, F> {}
+
+impl<T, F: Framing> WatchBody<T, F> {
+    fn new(received: mpsc::Receiver<Result<Bytes, Error>>, framing: F) -> Self {
+        WatchBody { received, framing, chunk: Bytes::new(), at: 0, partial: Vec::new(), decoded: VecDeque::new(), ended: false }
     }
 
-    /// Moves the whole frames left in `chunk` (completing `partial` first) to `frames`, and
-    /// the start of a frame cut at the chunk's end to `partial`.
-    fn take_frames(&mut self, frames: &mut Vec<Bytes>) {
+    /// Moves the whole events left in `chunk` (completing `partial` first) to `events`, and
+    /// the start of one cut at the chunk's end to `partial`. An event inside the chunk is
+    /// not copied; only one split across chunks is gathered.
+    fn take_events(&mut self, events: &mut Vec<Bytes>) {
         while self.at < self.chunk.len() {
             let rest = &self.chunk[self.at..];
             if self.partial.is_empty() {
-                match proto::envelope::split_frame(rest) {
-                    Some((frame, used)) => {
-                        let start = self.at + 4;
-                        frames.push(self.chunk.slice(start..start + frame.len()));
-                        self.at += used;
-                    }
-                    None => {
-                        self.partial.extend_from_slice(rest);
-                        self.at = self.chunk.len();
-                    }
+                if let Some((range, used)) = F::split(rest) {
+                    events.push(self.chunk.slice(self.at + range.start..self.at + range.end));
+                    self.at += used;
+                    continue;
                 }
-            } else {
-                // Take what the gathered frame lacks: its 4-byte length first, then its body.
-                let want = match self.partial.get(..4) {
-                    Some(len) => 4 + u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize,
-                    None => 4,
-                };
-                let take = (want - self.partial.len()).min(rest.len());
-                self.partial.extend_from_slice(&rest[..take]);
-                self.at += take;
-                if proto::envelope::split_frame(&self.partial).is_some() {
-                    frames.push(Bytes::from(std::mem::take(&mut self.partial)).slice(4..));
+            } else if let Some(used) = F::completing(&self.partial, rest) {
+                self.partial.extend_from_slice(&rest[..used]);
+                self.at += used;
+                let whole = Bytes::from(std::mem::take(&mut self.partial));
+                if let Some((range, _)) = F::split(&whole) {
+                    events.push(whole.slice(range));
                 }
+                continue;
             }
+            self.partial.extend_from_slice(rest);
+            self.at = self.chunk.len();
         }
     }
 }
 
-// Nothing in it is pinned: events are moved out of `decoded` as they are yielded.
-impl<T> Unpin for EventFrames<T> {}
-
-impl<T: DeserializeOwned + Send> Stream for EventFrames<T> {
+impl<T: DeserializeOwned + Send, F: Framing> Stream for WatchBody<T, F> {
     type Item = Result<WatchEvent<T>, Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -280,13 +278,14 @@ impl<T: DeserializeOwned + Send> Stream for EventFrames<T> {
             if this.ended {
                 return Poll::Ready(None);
             }
-            // Gather the whole frames received so far, waiting only while there is none; at
+            // Gather the whole events received so far, waiting only while there is none; at
             // most a queue's worth of chunks, so a fast sender cannot keep the batch open.
-            let mut frames = Vec::new();
+            let mut events = Vec::new();
             let mut failed = None;
+            let mut last = None;
             for _ in 0..CHUNKS_AHEAD {
-                this.take_frames(&mut frames);
-                let next = if frames.is_empty() {
+                this.take_events(&mut events);
+                let next = if events.is_empty() {
                     ready!(this.received.poll_recv(cx))
                 } else {
                     match this.received.poll_recv(cx) {
@@ -300,16 +299,16 @@ impl<T: DeserializeOwned + Send> Stream for EventFrames<T> {
                         (this.ended, failed) = (true, Some(e));
                         break;
                     }
-                    // A frame cut short at the end is dropped, as a cut-off line is.
                     None => {
                         this.ended = true;
+                        last = Some(std::mem::take(&mut this.partial));
                         break;
                     }
                 }
             }
-            this.take_frames(&mut frames);
-            let events = proto::decode_watch_events::<T, _>(this.message, &frames);
-            this.decoded.extend(events.into_iter().map(|e| e.map_err(|e| Error::Decode(e.to_string()))));
+            this.take_events(&mut events);
+            this.decoded.extend(this.framing.decode::<T>(&events));
+            this.decoded.extend(last.and_then(|rest| this.framing.last::<T>(&rest)));
             this.decoded.extend(failed.map(Err));
         }
     }
@@ -350,7 +349,7 @@ mod tests {
             tx.send(Err(e)).await.unwrap();
         }
         drop(tx);
-        EventLines::<ConfigMap>::new(rx).collect().await
+        WatchBody::<ConfigMap, _>::new(rx, Lines).collect().await
     }
 
     fn name(e: &Result<WatchEvent<ConfigMap>, Error>) -> String {
@@ -386,6 +385,34 @@ mod tests {
         assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
         let got = events(&[&format!("{A}\n{}", &B[..40])], None).await;
         assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[tokio::test]
+    async fn many_events_queued_at_once_come_out_in_wire_order_with_errors_in_place() {
+        // 300 events of ≈1 KB in 4 KB chunks: batches of many bytes, decoded on several
+        // threads where the machine has the cores.
+        let data = "x".repeat(1000);
+        let mut text = String::new();
+        for i in 0..300 {
+            match i {
+                150 => text.push_str("{\"type\":\n"),
+                151 => text.push_str(GONE),
+                _ => text.push_str(&format!(
+                    r#"{{"type":"ADDED","object":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}"}},"data":{{"d":"{data}"}}}}}}"#
+                )),
+            }
+            text.push('\n');
+        }
+        let chunks: Vec<&str> = text.as_bytes().chunks(4096).map(|c| std::str::from_utf8(c).unwrap()).collect();
+        let got = events(&chunks, None).await;
+        assert_eq!(got.len(), 300);
+        for (i, event) in got.iter().enumerate() {
+            match i {
+                150 => assert!(matches!(event, Err(Error::Decode(_))), "{event:?}"),
+                151 => assert!(matches!(event, Err(e) if e.is_expired()), "{event:?}"),
+                _ => assert_eq!(name(event), format!("cm-{i}")),
+            }
+        }
     }
 
     /// A watch served over a real socket: the pump gives the connection up as soon as the
@@ -445,7 +472,7 @@ mod tests {
                 tx.send(Ok(Bytes::copy_from_slice(c))).await.unwrap();
             }
             drop(tx);
-            EventFrames::<ConfigMap>::new(rx, &CONFIG_MAP).collect().await
+            WatchBody::<ConfigMap, _>::new(rx, Frames(&CONFIG_MAP)).collect().await
         }
 
         #[tokio::test]

@@ -7,9 +7,8 @@
 //! the plain protobuf one; a list's items are decoded with the item table the caller gives,
 //! its metadata with `ListMeta`'s numbers (1 = metadata, 2 = items in every Kubernetes list).
 //! A list's items, and a batch of watch frames, may be decoded on several threads at once
-//! (see `parallel`; each thread given at least [`MIN_BYTES_PER_THREAD`] bytes); the page
-//! keeps the items in wire order, and an error names the first item, in that order, that
-//! failed.
+//! (see `crate::parallel`); the page keeps the items in wire order, and an error names the
+//! first item, in that order, that failed.
 
 use kube_core::watch::Bookmark;
 use kube_core::{Status, WatchEvent};
@@ -17,7 +16,7 @@ use serde::de::DeserializeOwned;
 
 use super::ProtoError;
 use super::de::MessageDeserializer;
-use super::parallel::{decode_threads, in_parts};
+use crate::parallel::{in_parts, threads_for};
 use super::descriptor::{Field, Kind, Message};
 use super::wire::Reader;
 use crate::lister_watcher::ListPage;
@@ -65,17 +64,6 @@ pub fn decode_object<K: DeserializeOwned>(message: &'static Message, bytes: &[u8
     let u = unknown(bytes)?;
     K::deserialize(MessageDeserializer { message, bytes: u.raw, type_meta: Some((u.api_version, u.kind)) })
         .map_err(|e| e.within(message.name))
-}
-
-/// Fewest encoded bytes a decoding thread is given: below that, starting it costs more than
-/// it saves (≈0.3 ms of decoding a Pod's protobuf).
-pub const MIN_BYTES_PER_THREAD: usize = 32 << 10;
-
-/// Threads `encoded` messages are decoded on: one per [`MIN_BYTES_PER_THREAD`] bytes, within
-/// the cores this process may use.
-fn threads_for(encoded: &[impl AsRef<[u8]>]) -> usize {
-    let bytes: usize = encoded.iter().map(|e| e.as_ref().len()).sum();
-    decode_threads().min(bytes / MIN_BYTES_PER_THREAD).max(1)
 }
 
 /// Decodes an enveloped list response whose items are `item` messages. A page of many

@@ -7,7 +7,6 @@
 //! - `de`: a serde `Deserializer` that presents a message as the JSON map it stands for,
 //!   so k8s-openapi's and the lean layout's `Deserialize` implementations read it as is.
 //! - [`envelope`]: the `k8s\0` + `runtime.Unknown` envelope, lists, watch frames.
-//! - `parallel`: many messages decoded on several threads, results in input order.
 //! - `timestamp`: times as the RFC 3339 text their JSON has.
 //!
 //! Invariant: decoding an object's protobuf gives the value decoding its JSON gives (tested
@@ -17,7 +16,6 @@ mod de;
 pub(crate) mod offered;
 pub mod descriptor;
 pub mod envelope;
-mod parallel;
 mod timestamp;
 mod wire;
 
@@ -25,7 +23,6 @@ use std::fmt;
 
 pub use descriptor::{Field, Kind, Message};
 pub use envelope::{CONTENT_TYPE, decode_list, decode_object, decode_watch_event, decode_watch_events};
-pub use parallel::MAX_DECODE_THREADS;
 
 /// An error decoding protobuf: what was wrong, and the field path where.
 #[derive(Debug, Clone, PartialEq, Eq)]
