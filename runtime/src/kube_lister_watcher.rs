@@ -12,10 +12,11 @@ use kube_client::client::Body;
 use kube_client::{Api, Client};
 use kube_core::params::{ListParams, WatchParams};
 use kube_core::request::Error as BuildError;
-use kube_core::{ObjectList, Request, Resource};
+use kube_core::{Request, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
+use crate::json_list;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
 use crate::proto::{self, Message};
@@ -72,38 +73,28 @@ impl Target {
         Target { request: Request::new(api.resource_url()), client: api.into_client() }
     }
 
-    /// Sends a list request built by `self.request`; with `protobuf`, asks for protobuf.
+    /// Sends a list request built by `self.request`; with `protobuf`, asks for protobuf (and
+    /// reads JSON if the server answers with that).
     async fn list<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
     where
-        T: Clone + DeserializeOwned + Send,
+        T: DeserializeOwned + Send,
     {
-        let req = req.map_err(kube_client::Error::BuildRequest)?;
-        let Some(message) = protobuf else {
-            return Self::json_page(self.client.request(req).await?);
-        };
-        let mut req = req.map(Body::from);
-        accept_protobuf(&mut req);
+        let mut req = req.map_err(kube_client::Error::BuildRequest)?.map(Body::from);
+        if protobuf.is_some() {
+            accept_protobuf(&mut req);
+        }
         req.extensions_mut().insert("list");
         let response = self.client.send(req).await?;
         let status = response.status();
         if !status.is_success() {
             return Err(api_error(status, response).await);
         }
-        let protobuf = is_protobuf(response.headers());
+        let framed = protobuf.filter(|_| is_protobuf(response.headers()));
         let bytes = response.into_body().collect().await.map_err(Error::from)?.to_bytes();
-        if protobuf {
-            proto::decode_list(message, &bytes).map_err(|e| Error::Decode(e.to_string()))
-        } else {
-            Self::json_page(serde_json::from_slice(&bytes).map_err(|e| Error::Decode(e.to_string()))?)
+        match framed {
+            Some(message) => proto::decode_list(message, &bytes).map_err(|e| Error::Decode(e.to_string())),
+            None => json_list::decode_list(&bytes).map_err(Error::Decode),
         }
-    }
-
-    fn json_page<T: Clone>(list: ObjectList<T>) -> Result<ListPage<T>, Error> {
-        Ok(ListPage {
-            items: list.items,
-            resource_version: list.metadata.resource_version.unwrap_or_default(),
-            continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
-        })
     }
 
     /// Sends a watch request built by `self.request` (`name` tags it, as kube's `Api` does).

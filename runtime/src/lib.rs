@@ -42,6 +42,7 @@ mod generic;
 mod handler;
 mod indexer;
 mod informer;
+mod json_list;
 mod key;
 mod kube_lister_watcher;
 mod lister;

@@ -1,0 +1,115 @@
+//! JSON list responses decoded item by item: one scan finds each item's text (borrowed from
+//! the response, not copied), then the items are decoded on their own, on several threads
+//! when they are many bytes (see `crate::parallel`).
+//!
+//! Why not `kube_core::ObjectList`: it flattens its type meta, so serde first buffers the
+//! whole page as generic content and decodes the items from that copy.
+//!
+//! Invariants: items keep wire order; an error names the first bad item (`items[i]`); a
+//! `null` or missing `items` is an empty page, an empty `continue` is no continue token;
+//! each item decodes as it would from its own JSON text (its type's own `Deserialize`).
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::lister_watcher::ListPage;
+use crate::parallel::{in_parts, threads_for};
+
+/// A list response with its items still as text.
+#[derive(Deserialize)]
+struct RawList<'a> {
+    #[serde(default)]
+    metadata: RawListMeta,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+/// What a page needs of `ListMeta`.
+#[derive(Deserialize, Default)]
+struct RawListMeta {
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: Option<String>,
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+/// Decodes a JSON list response whose items are `K`s; the error says what and where.
+pub(crate) fn decode_list<K: DeserializeOwned + Send>(bytes: &[u8]) -> Result<ListPage<K>, String> {
+    decode_list_on(bytes, None)
+}
+
+/// [`decode_list`] on `threads` threads, or on as many as its size calls for.
+fn decode_list_on<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>) -> Result<ListPage<K>, String> {
+    let list: RawList<'_> = serde_json::from_slice(bytes).map_err(|e| format!("list: {e}"))?;
+    let texts: Vec<&str> = list.items.unwrap_or_default().into_iter().map(RawValue::get).collect();
+    let threads = threads.unwrap_or_else(|| threads_for(&texts));
+    // Each part stops at its first bad item; parts come back in order, so the first error
+    // met below is the page's first bad item.
+    let parts = in_parts(&texts, threads, |first, texts| -> Result<Vec<K>, String> {
+        let mut out = Vec::with_capacity(texts.len());
+        for (i, text) in texts.iter().enumerate() {
+            out.push(serde_json::from_str(text).map_err(|e| format!("items[{}]: {e}", first + i))?);
+        }
+        Ok(out)
+    });
+    let mut items = Vec::with_capacity(texts.len());
+    for part in parts {
+        items.extend(part?);
+    }
+    Ok(ListPage {
+        items,
+        resource_version: list.metadata.resource_version.unwrap_or_default(),
+        continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn list(items: &[String], meta: &str) -> Vec<u8> {
+        format!(r#"{{"kind":"ConfigMapList","apiVersion":"v1","metadata":{meta},"items":[{}]}}"#, items.join(",")).into_bytes()
+    }
+
+    fn config_map(i: usize) -> String {
+        format!(r#"{{"metadata":{{"name":"cm-{i}","resourceVersion":"{i}"}},"data":{{"d":"{}"}}}}"#, "x".repeat(i % 50))
+    }
+
+    #[test]
+    fn a_page_decodes_as_kube_s_object_list_does_on_any_number_of_threads() {
+        let items: Vec<String> = (0..101).map(config_map).collect();
+        let bytes = list(&items, r#"{"resourceVersion":"77","continue":"next"}"#);
+        let kube: kube_core::ObjectList<ConfigMap> = serde_json::from_slice(&bytes).unwrap();
+        for threads in [1, 2, 4] {
+            let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads)).unwrap();
+            assert_eq!(page.items, kube.items, "{threads} threads");
+            assert_eq!(page.resource_version, "77");
+            assert_eq!(page.continue_token.as_deref(), Some("next"));
+        }
+    }
+
+    #[test]
+    fn null_or_missing_items_are_an_empty_page_and_an_empty_continue_none() {
+        for bytes in [&br#"{"metadata":{"resourceVersion":"5","continue":""},"items":null}"#[..], br#"{"metadata":{"resourceVersion":"5"}}"#] {
+            let page: ListPage<ConfigMap> = decode_list(bytes).unwrap();
+            assert!(page.items.is_empty());
+            assert_eq!(page.resource_version, "5");
+            assert_eq!(page.continue_token, None);
+        }
+    }
+
+    #[test]
+    fn the_first_bad_item_is_named_and_a_bad_page_says_so() {
+        let mut items: Vec<String> = (0..40).map(config_map).collect();
+        items[25] = r#"{"metadata":{"name":7}}"#.into();
+        items[35] = r#"{"metadata":{"name":8}}"#.into();
+        for threads in [1, 4] {
+            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads)).unwrap_err();
+            assert!(err.starts_with("items[25]: "), "{threads} threads: {err}");
+        }
+        let err = decode_list::<ConfigMap>(br#"{"items":[{"metadata":{}}"#).unwrap_err();
+        assert!(err.starts_with("list: "), "{err}");
+    }
+}
