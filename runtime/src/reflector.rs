@@ -9,8 +9,7 @@
 //!   first: a list at a resourceVersion already means "at least as new as".
 //! - Lists are paged (`page_size`, 500 by default); each page is written to the queue as it
 //!   arrives, and only the keys of the listed objects are kept until the list ends, so a
-//!   relist never holds a second copy of the objects (at most the next page, fetched and
-//!   decoded on its own task while a page goes to the queue). A continue token that expires
+//!   relist never holds a second copy of the objects. A continue token that expires
 //!   mid-list falls back to one unpaged list at the same resourceVersion.
 //! - Watches ask for bookmarks and time out server-side after a random 5–10 minutes; the
 //!   client gives up on a watch that stays silent for longer than that plus a margin.
@@ -37,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::error::Error;
 use crate::key::{KeySet, ObjectKey};
-use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
+use crate::lister_watcher::{ListOptions, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
 use crate::queue::Queue;
 use crate::transform::TransformFn;
 
@@ -154,32 +153,6 @@ pub struct Reflector<K, L, Q> {
 enum Round {
     /// Relist now, without backoff.
     Relist,
-}
-
-/// A list page being fetched and decoded on a task of its own; dropped, the task is
-/// stopped.
-struct NextPage<K>(tokio::task::JoinHandle<Result<ListPage<K>, Error>>);
-
-impl<K: Send + 'static> NextPage<K> {
-    fn fetch<L: ListerWatcher<K>>(lw: &Arc<L>, opts: ListOptions) -> Self {
-        let lw = Arc::clone(lw);
-        NextPage(tokio::spawn(async move { lw.list(&opts).await }))
-    }
-
-    /// The page, or the error listing it; a panic while listing is raised here.
-    async fn result(mut self) -> Result<ListPage<K>, Error> {
-        match (&mut self.0).await {
-            Ok(page) => page,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(Error::Protocol(format!("listing the next page stopped: {e}"))),
-        }
-    }
-}
-
-impl<K> Drop for NextPage<K> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 impl<K, L, Q> Reflector<K, L, Q>
@@ -383,13 +356,8 @@ where
                 resource_version: Some(rv.clone()),
                 resource_version_match: None,
             };
-            let mut prefetched: Option<NextPage<K>> = None;
             loop {
-                let fetched = match prefetched.take() {
-                    Some(next) => next.result().await,
-                    None => self.lw.list(&opts).await,
-                };
-                let page = match fetched {
+                let page = match self.lw.list(&opts).await {
                     Ok(p) => p,
                     Err(e) if e.is_expired() && opts.continue_token.is_some() => {
                         // The continue token expired: one unpaged list at the same version.
@@ -407,11 +375,6 @@ where
                     }
                     Err(e) => return Err(e),
                 };
-                if let Some(token) = &page.continue_token {
-                    // Fetch and decode the next page while this one goes to the queue.
-                    opts.continue_token = Some(token.clone());
-                    prefetched = Some(NextPage::fetch(&self.lw, opts.clone()));
-                }
                 let mut batch = Vec::with_capacity(page.items.len());
                 for obj in page.items {
                     if let Some((key, obj)) = self.prepare(obj) {
@@ -420,11 +383,14 @@ where
                     }
                 }
                 self.queue.replace_items(batch);
-                if page.continue_token.is_none() {
-                    self.queue.replace_finish(&seen);
-                    self.state.set_rv(&page.resource_version);
-                    self.rv_unavailable = false;
-                    return Ok(());
+                match page.continue_token {
+                    Some(token) => opts.continue_token = Some(token),
+                    None => {
+                        self.queue.replace_finish(&seen);
+                        self.state.set_rv(&page.resource_version);
+                        self.rv_unavailable = false;
+                        return Ok(());
+                    }
                 }
             }
         }
