@@ -18,14 +18,14 @@
 //!   kind's table. Otherwise one non-blank line is one event.
 //! - An event inside one chunk is decoded in place; only one split across chunks is
 //!   gathered into a buffer first.
-//! - The whole events received so far are decoded as one batch (on several threads when
-//!   they are many bytes, see `crate::parallel`) and yielded in wire order; the stream
-//!   waits for the pump only when it has no whole event left.
+//! - The whole events received so far (up to [`BATCH_BYTES`]) are decoded as one batch (on
+//!   several threads when they are many bytes, see `crate::parallel`) and yielded in wire
+//!   order; a batch's buffer is freed once yielded; the stream waits for the pump only when
+//!   it has no whole event left.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
 //!   does not decode yields [`Error::Decode`]. An unterminated last line that is cut short
 //!   is dropped, as kube does: the reflector watches again from its last resourceVersion.
 
-use std::collections::VecDeque;
 use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -48,6 +48,10 @@ use crate::proto::{self, Message};
 /// Body chunks queued ahead of the decoding stream: ≈256 KB of small objects' 4 KB chunks;
 /// an event larger than that mostly comes as one chunk of its own.
 const CHUNKS_AHEAD: usize = 64;
+
+/// Bytes of events past which a batch is decoded without gathering more (hyper hands over
+/// chunks of up to ≈400 KB when the sender is ahead).
+const BATCH_BYTES: usize = 1 << 20;
 
 /// Asks for protobuf first and JSON second (what a server that has no protobuf for the
 /// kind sends instead).
@@ -225,8 +229,9 @@ struct WatchBody<T, F> {
     at: usize,
     /// The start of an event whose end is in a later chunk.
     partial: Vec<u8>,
-    /// Events decoded and not yet yielded, in wire order; the body's error, if any, last.
-    decoded: VecDeque<Result<WatchEvent<T>, Error>>,
+    /// The batch of events decoded and not yet yielded, in wire order; the body's error, if
+    /// any, last. Its buffer is freed once it is yielded (a large batch is not kept).
+    decoded: std::vec::IntoIter<Result<WatchEvent<T>, Error>>,
     /// Nothing more comes from `received`.
     ended: bool,
 }
@@ -236,7 +241,7 @@ impl<T, F: Framing> Unpin for WatchBody<T, F> {}
 
 impl<T, F: Framing> WatchBody<T, F> {
     fn new(received: mpsc::Receiver<Result<Bytes, Error>>, framing: F) -> Self {
-        WatchBody { received, framing, chunk: Bytes::new(), at: 0, partial: Vec::new(), decoded: VecDeque::new(), ended: false }
+        WatchBody { received, framing, chunk: Bytes::new(), at: 0, partial: Vec::new(), decoded: Vec::new().into_iter(), ended: false }
     }
 
     /// Moves the whole events left in `chunk` (completing `partial` first) to `events`, and
@@ -272,19 +277,24 @@ impl<T: DeserializeOwned + Send, F: Framing> Stream for WatchBody<T, F> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         loop {
-            if let Some(event) = this.decoded.pop_front() {
+            if let Some(event) = this.decoded.next() {
                 return Poll::Ready(Some(event));
             }
+            this.decoded = Vec::new().into_iter();
             if this.ended {
                 return Poll::Ready(None);
             }
             // Gather the whole events received so far, waiting only while there is none; at
-            // most a queue's worth of chunks, so a fast sender cannot keep the batch open.
-            let mut events = Vec::new();
+            // most a queue's worth of chunks or [`BATCH_BYTES`], so a fast sender cannot keep
+            // the batch open and the events reach the store while the next batch decodes.
+            let mut events: Vec<Bytes> = Vec::new();
             let mut failed = None;
             let mut last = None;
             for _ in 0..CHUNKS_AHEAD {
                 this.take_events(&mut events);
+                if events.iter().map(Bytes::len).sum::<usize>() >= BATCH_BYTES {
+                    break;
+                }
                 let next = if events.is_empty() {
                     ready!(this.received.poll_recv(cx))
                 } else {
@@ -307,9 +317,10 @@ impl<T: DeserializeOwned + Send, F: Framing> Stream for WatchBody<T, F> {
                 }
             }
             this.take_events(&mut events);
-            this.decoded.extend(this.framing.decode::<T>(&events));
-            this.decoded.extend(last.and_then(|rest| this.framing.last::<T>(&rest)));
-            this.decoded.extend(failed.map(Err));
+            let mut batch = this.framing.decode::<T>(&events);
+            batch.extend(last.and_then(|rest| this.framing.last::<T>(&rest)));
+            batch.extend(failed.map(Err));
+            this.decoded = batch.into_iter();
         }
     }
 }
