@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::lister_watcher::ListPage;
-use crate::parallel::{in_parts, threads_for};
+use crate::parallel::{in_parts, threads_for, try_concat};
 
 /// A list response with its items still as text.
 #[derive(Deserialize)]
@@ -53,12 +53,8 @@ fn decode_list_on<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usiz
         }
         Ok(out)
     });
-    let mut items = Vec::with_capacity(texts.len());
-    for part in parts {
-        items.extend(part?);
-    }
     Ok(ListPage {
-        items,
+        items: try_concat(parts)?,
         resource_version: list.metadata.resource_version.unwrap_or_default(),
         continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
     })

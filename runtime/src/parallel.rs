@@ -13,11 +13,11 @@
 use std::sync::OnceLock;
 
 /// Most threads one page or batch is decoded on.
-pub(crate) const MAX_DECODE_THREADS: usize = 4;
+const MAX_DECODE_THREADS: usize = 4;
 
 /// Fewest encoded bytes a decoding thread is given: below that, starting it costs more than
 /// it saves (≈0.3 ms of decoding a Pod's protobuf).
-pub(crate) const MIN_BYTES_PER_THREAD: usize = 32 << 10;
+const MIN_BYTES_PER_THREAD: usize = 32 << 10;
 
 /// Threads a decode may use: the cores this process may use, at most [`MAX_DECODE_THREADS`]
 /// (asked once: the answer reads cgroup files).
@@ -59,6 +59,23 @@ where
     })
 }
 
+/// The parts' items in order as one Vec; the only part is returned as it is.
+pub(crate) fn concat<T>(parts: Vec<Vec<T>>) -> Vec<T> {
+    if parts.len() == 1 {
+        return parts.into_iter().next().expect("one part");
+    }
+    let mut all = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    for part in parts {
+        all.extend(part);
+    }
+    all
+}
+
+/// [`concat`] of parts that may have failed: the first error in part order, if any.
+pub(crate) fn try_concat<T, E>(parts: Vec<Result<Vec<T>, E>>) -> Result<Vec<T>, E> {
+    Ok(concat(parts.into_iter().collect::<Result<Vec<_>, E>>()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +95,14 @@ mod tests {
             assert_eq!(parts.into_iter().flat_map(|(_, p)| p).collect::<Vec<_>>(), inputs, "{threads} threads");
         }
         assert_eq!(in_parts(&[] as &[u32], 4, |_, part| part.len()), vec![0]);
+    }
+
+    #[test]
+    fn parts_concatenate_in_order_and_the_first_error_wins() {
+        assert_eq!(concat(vec![vec![1, 2], vec![], vec![3]]), vec![1, 2, 3]);
+        assert_eq!(concat(vec![vec![4, 5]]), vec![4, 5]);
+        assert_eq!(try_concat::<u8, &str>(vec![Ok(vec![1]), Ok(vec![2, 3])]), Ok(vec![1, 2, 3]));
+        assert_eq!(try_concat(vec![Ok(vec![1]), Err("second"), Err("third")]), Err("second"));
     }
 
     #[test]

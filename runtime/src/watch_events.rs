@@ -42,7 +42,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
-use crate::parallel::{in_parts, threads_for};
+use crate::parallel::{concat, in_parts, threads_for};
 use crate::proto::{self, Message};
 
 /// Body chunks queued ahead of the decoding stream: ≈256 KB of small objects' 4 KB chunks;
@@ -178,7 +178,7 @@ impl Framing for Lines {
         let parts = in_parts(lines, threads_for(lines), |_, lines| {
             lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))).collect::<Vec<_>>()
         });
-        parts.into_iter().flatten().collect()
+        concat(parts)
     }
 
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
@@ -246,12 +246,15 @@ impl<T, F: Framing> WatchBody<T, F> {
 
     /// Moves the whole events left in `chunk` (completing `partial` first) to `events`, and
     /// the start of one cut at the chunk's end to `partial`. An event inside the chunk is
-    /// not copied; only one split across chunks is gathered.
-    fn take_events(&mut self, events: &mut Vec<Bytes>) {
+    /// not copied; only one split across chunks is gathered. Returns the bytes of the events
+    /// it moved.
+    fn take_events(&mut self, events: &mut Vec<Bytes>) -> usize {
+        let mut taken = 0;
         while self.at < self.chunk.len() {
             let rest = &self.chunk[self.at..];
             if self.partial.is_empty() {
                 if let Some((range, used)) = F::split(rest) {
+                    taken += range.len();
                     events.push(self.chunk.slice(self.at + range.start..self.at + range.end));
                     self.at += used;
                     continue;
@@ -261,6 +264,7 @@ impl<T, F: Framing> WatchBody<T, F> {
                 self.at += used;
                 let whole = Bytes::from(std::mem::take(&mut self.partial));
                 if let Some((range, _)) = F::split(&whole) {
+                    taken += range.len();
                     events.push(whole.slice(range));
                 }
                 continue;
@@ -268,6 +272,7 @@ impl<T, F: Framing> WatchBody<T, F> {
             self.partial.extend_from_slice(rest);
             self.at = self.chunk.len();
         }
+        taken
     }
 }
 
@@ -288,11 +293,12 @@ impl<T: DeserializeOwned + Send, F: Framing> Stream for WatchBody<T, F> {
             // most a queue's worth of chunks or [`BATCH_BYTES`], so a fast sender cannot keep
             // the batch open and the events reach the store while the next batch decodes.
             let mut events: Vec<Bytes> = Vec::new();
+            let mut gathered = 0;
             let mut failed = None;
             let mut last = None;
             for _ in 0..CHUNKS_AHEAD {
-                this.take_events(&mut events);
-                if events.iter().map(Bytes::len).sum::<usize>() >= BATCH_BYTES {
+                gathered += this.take_events(&mut events);
+                if gathered >= BATCH_BYTES {
                     break;
                 }
                 let next = if events.is_empty() {

@@ -16,10 +16,10 @@ use serde::de::DeserializeOwned;
 
 use super::ProtoError;
 use super::de::MessageDeserializer;
-use crate::parallel::{in_parts, threads_for};
 use super::descriptor::{Field, Kind, Message};
 use super::wire::Reader;
 use crate::lister_watcher::ListPage;
+use crate::parallel::{concat, in_parts, threads_for, try_concat};
 
 /// The media type of Kubernetes protobuf.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -104,14 +104,7 @@ fn decode_list_on<K: DeserializeOwned + Send>(item: &'static Message, bytes: &[u
         }
         Ok(out)
     });
-    if parts.len() == 1 {
-        page.items = parts.into_iter().next().expect("one part")?;
-        return Ok(page);
-    }
-    page.items.reserve_exact(encoded.len());
-    for part in parts {
-        page.items.extend(part?);
-    }
+    page.items = try_concat(parts)?;
     Ok(page)
 }
 
@@ -134,10 +127,7 @@ where
     let parts = in_parts(frames, threads, |_, frames| {
         frames.iter().map(|frame| decode_watch_event(message, frame.as_ref())).collect::<Vec<_>>()
     });
-    if parts.len() == 1 {
-        return parts.into_iter().next().expect("one part");
-    }
-    parts.into_iter().flatten().collect()
+    concat(parts)
 }
 
 /// Decodes one watch frame (without its length prefix) whose objects are `message`s.
