@@ -69,9 +69,10 @@ impl<K: Resource> Lister<K> {
         self.indexer.get(name).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
     }
 
-    /// A lister over one namespace.
-    pub fn namespace(&self, namespace: &str) -> NamespaceLister<K> {
-        NamespaceLister { indexer: self.indexer.clone(), resource: self.resource.clone(), namespace: namespace.into() }
+    /// A lister over one namespace: a view that borrows this lister and `namespace`, so
+    /// `lister.namespace(ns).get(name)` allocates nothing and touches no reference count.
+    pub fn namespace<'a>(&'a self, namespace: &'a str) -> NamespaceLister<'a, K> {
+        NamespaceLister { lister: self, namespace }
     }
 
     /// The store behind this lister.
@@ -80,26 +81,34 @@ impl<K: Resource> Lister<K> {
     }
 }
 
-/// A lister over the cached objects of one namespace.
-pub struct NamespaceLister<K> {
-    indexer: Arc<Indexer<K>>,
-    resource: Arc<str>,
-    namespace: Arc<str>,
+/// A lister over the cached objects of one namespace, borrowed from a [`Lister`] (keep the
+/// `Lister`, a cheap clone, and the namespace to make one again later).
+pub struct NamespaceLister<'a, K> {
+    lister: &'a Lister<K>,
+    namespace: &'a str,
 }
 
-impl<K> Clone for NamespaceLister<K> {
+impl<K> Clone for NamespaceLister<'_, K> {
     fn clone(&self) -> Self {
-        NamespaceLister { indexer: self.indexer.clone(), resource: self.resource.clone(), namespace: self.namespace.clone() }
+        *self
     }
 }
 
-impl<K: Resource> NamespaceLister<K> {
+impl<K> Copy for NamespaceLister<'_, K> {}
+
+impl<K> std::fmt::Debug for NamespaceLister<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamespaceLister").field("resource", &self.lister.resource).field("namespace", &self.namespace).finish()
+    }
+}
+
+impl<'a, K: Resource> NamespaceLister<'a, K> {
     /// Objects of the namespace whose labels match `selector`.
     pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
         let mut out = Vec::new();
         // The namespace index exists in every Indexer from construction on, so this
         // cannot fail with NoSuchIndex.
-        let _ = self.indexer.for_each_in_index(NAMESPACE_INDEX, &self.namespace, |_, o| {
+        let _ = self.lister.indexer.for_each_in_index(NAMESPACE_INDEX, self.namespace, |_, o| {
             if matches_labels(selector, &**o) {
                 out.push(o.clone());
             }
@@ -109,11 +118,11 @@ impl<K: Resource> NamespaceLister<K> {
 
     /// The object called `name` in this namespace.
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
-        self.indexer.get_by_name(Some(&self.namespace), name).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
+        self.lister.indexer.get_by_name(Some(self.namespace), name).ok_or_else(|| NotFound { resource: self.lister.resource.to_string(), name: name.to_string() })
     }
 
     /// The namespace.
-    pub fn namespace(&self) -> &str {
-        &self.namespace
+    pub fn namespace(&self) -> &'a str {
+        self.namespace
     }
 }

@@ -61,8 +61,9 @@ impl KindLister {
         self.inner.list(selector)
     }
 
-    /// A lister over the KIND objects of `namespace`.
-    pub fn kinds(&self, namespace: &str) -> KindNamespaceLister {
+    /// A lister over the KIND objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn kinds<'a>(&'a self, namespace: &'a str) -> KindNamespaceLister<'a> {
         KindNamespaceLister { inner: self.inner.namespace(namespace) }
     }
 
@@ -73,12 +74,12 @@ impl KindLister {
 }
 
 /// Reads the KIND objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct KindNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct KindNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
 
-impl KindNamespaceLister {
+impl KindNamespaceLister<'_> {
     /// The cached KIND objects of this namespace whose labels match `selector`.
     pub fn list(&self, selector: &::informer_runtime::Selector) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)

@@ -319,11 +319,12 @@ pub mod gateway {
                 ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
                     self.inner.list(selector)
                 }
-                /// A lister over the `ReferenceGrant` objects of `namespace`.
-                pub fn referencegrants(
-                    &self,
-                    namespace: &str,
-                ) -> ReferenceGrantNamespaceLister {
+                /// A lister over the `ReferenceGrant` objects of `namespace`, borrowing this lister (it allocates
+                /// nothing).
+                pub fn referencegrants<'a>(
+                    &'a self,
+                    namespace: &'a str,
+                ) -> ReferenceGrantNamespaceLister<'a> {
                     ReferenceGrantNamespaceLister {
                         inner: self.inner.namespace(namespace),
                     }
@@ -334,11 +335,11 @@ pub mod gateway {
                 }
             }
             /// Reads the `ReferenceGrant` objects of one namespace from an informer's cache.
-            #[derive(Clone)]
-            pub struct ReferenceGrantNamespaceLister {
-                inner: ::informer_runtime::NamespaceLister<Object>,
+            #[derive(Clone, Copy, Debug)]
+            pub struct ReferenceGrantNamespaceLister<'a> {
+                inner: ::informer_runtime::NamespaceLister<'a, Object>,
             }
-            impl ReferenceGrantNamespaceLister {
+            impl ReferenceGrantNamespaceLister<'_> {
                 /// The cached `ReferenceGrant` objects of this namespace whose labels match `selector`.
                 pub fn list(
                     &self,
@@ -646,11 +647,12 @@ pub mod gateway {
                 ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
                     self.inner.list(selector)
                 }
-                /// A lister over the `ReferenceGrant` objects of `namespace`.
-                pub fn referencegrants(
-                    &self,
-                    namespace: &str,
-                ) -> ReferenceGrantNamespaceLister {
+                /// A lister over the `ReferenceGrant` objects of `namespace`, borrowing this lister (it allocates
+                /// nothing).
+                pub fn referencegrants<'a>(
+                    &'a self,
+                    namespace: &'a str,
+                ) -> ReferenceGrantNamespaceLister<'a> {
                     ReferenceGrantNamespaceLister {
                         inner: self.inner.namespace(namespace),
                     }
@@ -661,11 +663,11 @@ pub mod gateway {
                 }
             }
             /// Reads the `ReferenceGrant` objects of one namespace from an informer's cache.
-            #[derive(Clone)]
-            pub struct ReferenceGrantNamespaceLister {
-                inner: ::informer_runtime::NamespaceLister<Object>,
+            #[derive(Clone, Copy, Debug)]
+            pub struct ReferenceGrantNamespaceLister<'a> {
+                inner: ::informer_runtime::NamespaceLister<'a, Object>,
             }
-            impl ReferenceGrantNamespaceLister {
+            impl ReferenceGrantNamespaceLister<'_> {
                 /// The cached `ReferenceGrant` objects of this namespace whose labels match `selector`.
                 pub fn list(
                     &self,

@@ -67,11 +67,12 @@ impl ControllerRevisionLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ControllerRevision` objects of `namespace`.
-    pub fn controllerrevisions(
-        &self,
-        namespace: &str,
-    ) -> ControllerRevisionNamespaceLister {
+    /// A lister over the `ControllerRevision` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn controllerrevisions<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ControllerRevisionNamespaceLister<'a> {
         ControllerRevisionNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -82,11 +83,11 @@ impl ControllerRevisionLister {
     }
 }
 /// Reads the `ControllerRevision` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ControllerRevisionNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ControllerRevisionNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ControllerRevisionNamespaceLister {
+impl ControllerRevisionNamespaceLister<'_> {
     /// The cached `ControllerRevision` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

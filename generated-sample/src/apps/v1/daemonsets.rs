@@ -63,8 +63,9 @@ impl DaemonSetLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `DaemonSet` objects of `namespace`.
-    pub fn daemonsets(&self, namespace: &str) -> DaemonSetNamespaceLister {
+    /// A lister over the `DaemonSet` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn daemonsets<'a>(&'a self, namespace: &'a str) -> DaemonSetNamespaceLister<'a> {
         DaemonSetNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl DaemonSetLister {
     }
 }
 /// Reads the `DaemonSet` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct DaemonSetNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct DaemonSetNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl DaemonSetNamespaceLister {
+impl DaemonSetNamespaceLister<'_> {
     /// The cached `DaemonSet` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,12 @@ impl DeploymentLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Deployment` objects of `namespace`.
-    pub fn deployments(&self, namespace: &str) -> DeploymentNamespaceLister {
+    /// A lister over the `Deployment` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn deployments<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> DeploymentNamespaceLister<'a> {
         DeploymentNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl DeploymentLister {
     }
 }
 /// Reads the `Deployment` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct DeploymentNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct DeploymentNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl DeploymentNamespaceLister {
+impl DeploymentNamespaceLister<'_> {
     /// The cached `Deployment` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

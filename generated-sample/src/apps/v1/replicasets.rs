@@ -63,8 +63,12 @@ impl ReplicaSetLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ReplicaSet` objects of `namespace`.
-    pub fn replicasets(&self, namespace: &str) -> ReplicaSetNamespaceLister {
+    /// A lister over the `ReplicaSet` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn replicasets<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ReplicaSetNamespaceLister<'a> {
         ReplicaSetNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl ReplicaSetLister {
     }
 }
 /// Reads the `ReplicaSet` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ReplicaSetNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ReplicaSetNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ReplicaSetNamespaceLister {
+impl ReplicaSetNamespaceLister<'_> {
     /// The cached `ReplicaSet` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

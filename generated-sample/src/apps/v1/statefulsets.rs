@@ -63,8 +63,12 @@ impl StatefulSetLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `StatefulSet` objects of `namespace`.
-    pub fn statefulsets(&self, namespace: &str) -> StatefulSetNamespaceLister {
+    /// A lister over the `StatefulSet` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn statefulsets<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> StatefulSetNamespaceLister<'a> {
         StatefulSetNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl StatefulSetLister {
     }
 }
 /// Reads the `StatefulSet` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct StatefulSetNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct StatefulSetNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl StatefulSetNamespaceLister {
+impl StatefulSetNamespaceLister<'_> {
     /// The cached `StatefulSet` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

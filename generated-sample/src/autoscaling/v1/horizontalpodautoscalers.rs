@@ -72,11 +72,12 @@ impl HorizontalPodAutoscalerLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `HorizontalPodAutoscaler` objects of `namespace`.
-    pub fn horizontalpodautoscalers(
-        &self,
-        namespace: &str,
-    ) -> HorizontalPodAutoscalerNamespaceLister {
+    /// A lister over the `HorizontalPodAutoscaler` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn horizontalpodautoscalers<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> HorizontalPodAutoscalerNamespaceLister<'a> {
         HorizontalPodAutoscalerNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -87,11 +88,11 @@ impl HorizontalPodAutoscalerLister {
     }
 }
 /// Reads the `HorizontalPodAutoscaler` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct HorizontalPodAutoscalerNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct HorizontalPodAutoscalerNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl HorizontalPodAutoscalerNamespaceLister {
+impl HorizontalPodAutoscalerNamespaceLister<'_> {
     /// The cached `HorizontalPodAutoscaler` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

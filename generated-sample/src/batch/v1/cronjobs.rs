@@ -63,8 +63,9 @@ impl CronJobLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `CronJob` objects of `namespace`.
-    pub fn cronjobs(&self, namespace: &str) -> CronJobNamespaceLister {
+    /// A lister over the `CronJob` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn cronjobs<'a>(&'a self, namespace: &'a str) -> CronJobNamespaceLister<'a> {
         CronJobNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl CronJobLister {
     }
 }
 /// Reads the `CronJob` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct CronJobNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct CronJobNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl CronJobNamespaceLister {
+impl CronJobNamespaceLister<'_> {
     /// The cached `CronJob` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -61,8 +61,9 @@ impl JobLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Job` objects of `namespace`.
-    pub fn jobs(&self, namespace: &str) -> JobNamespaceLister {
+    /// A lister over the `Job` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn jobs<'a>(&'a self, namespace: &'a str) -> JobNamespaceLister<'a> {
         JobNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -73,11 +74,11 @@ impl JobLister {
     }
 }
 /// Reads the `Job` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct JobNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct JobNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl JobNamespaceLister {
+impl JobNamespaceLister<'_> {
     /// The cached `Job` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

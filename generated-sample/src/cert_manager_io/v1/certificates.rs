@@ -63,8 +63,12 @@ impl CertificateLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Certificate` objects of `namespace`.
-    pub fn certificates(&self, namespace: &str) -> CertificateNamespaceLister {
+    /// A lister over the `Certificate` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn certificates<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> CertificateNamespaceLister<'a> {
         CertificateNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl CertificateLister {
     }
 }
 /// Reads the `Certificate` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct CertificateNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct CertificateNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl CertificateNamespaceLister {
+impl CertificateNamespaceLister<'_> {
     /// The cached `Certificate` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

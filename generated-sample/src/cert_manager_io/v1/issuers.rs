@@ -63,8 +63,9 @@ impl IssuerLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Issuer` objects of `namespace`.
-    pub fn issuers(&self, namespace: &str) -> IssuerNamespaceLister {
+    /// A lister over the `Issuer` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn issuers<'a>(&'a self, namespace: &'a str) -> IssuerNamespaceLister<'a> {
         IssuerNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl IssuerLister {
     }
 }
 /// Reads the `Issuer` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct IssuerNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct IssuerNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl IssuerNamespaceLister {
+impl IssuerNamespaceLister<'_> {
     /// The cached `Issuer` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -73,11 +73,12 @@ impl PodCertificateRequestLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `PodCertificateRequest` objects of `namespace`.
-    pub fn podcertificaterequests(
-        &self,
-        namespace: &str,
-    ) -> PodCertificateRequestNamespaceLister {
+    /// A lister over the `PodCertificateRequest` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn podcertificaterequests<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> PodCertificateRequestNamespaceLister<'a> {
         PodCertificateRequestNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -88,11 +89,11 @@ impl PodCertificateRequestLister {
     }
 }
 /// Reads the `PodCertificateRequest` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct PodCertificateRequestNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct PodCertificateRequestNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl PodCertificateRequestNamespaceLister {
+impl PodCertificateRequestNamespaceLister<'_> {
     /// The cached `PodCertificateRequest` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,9 @@ impl LeaseLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Lease` objects of `namespace`.
-    pub fn leases(&self, namespace: &str) -> LeaseNamespaceLister {
+    /// A lister over the `Lease` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn leases<'a>(&'a self, namespace: &'a str) -> LeaseNamespaceLister<'a> {
         LeaseNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl LeaseLister {
     }
 }
 /// Reads the `Lease` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct LeaseNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct LeaseNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl LeaseNamespaceLister {
+impl LeaseNamespaceLister<'_> {
     /// The cached `Lease` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,12 @@ impl LeaseCandidateLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `LeaseCandidate` objects of `namespace`.
-    pub fn leasecandidates(&self, namespace: &str) -> LeaseCandidateNamespaceLister {
+    /// A lister over the `LeaseCandidate` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn leasecandidates<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> LeaseCandidateNamespaceLister<'a> {
         LeaseCandidateNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl LeaseCandidateLister {
     }
 }
 /// Reads the `LeaseCandidate` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct LeaseCandidateNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct LeaseCandidateNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl LeaseCandidateNamespaceLister {
+impl LeaseCandidateNamespaceLister<'_> {
     /// The cached `LeaseCandidate` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

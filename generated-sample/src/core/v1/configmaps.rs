@@ -63,8 +63,9 @@ impl ConfigMapLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ConfigMap` objects of `namespace`.
-    pub fn configmaps(&self, namespace: &str) -> ConfigMapNamespaceLister {
+    /// A lister over the `ConfigMap` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn configmaps<'a>(&'a self, namespace: &'a str) -> ConfigMapNamespaceLister<'a> {
         ConfigMapNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl ConfigMapLister {
     }
 }
 /// Reads the `ConfigMap` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ConfigMapNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ConfigMapNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ConfigMapNamespaceLister {
+impl ConfigMapNamespaceLister<'_> {
     /// The cached `ConfigMap` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,9 @@ impl EndpointsLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Endpoints` objects of `namespace`.
-    pub fn endpoints(&self, namespace: &str) -> EndpointsNamespaceLister {
+    /// A lister over the `Endpoints` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn endpoints<'a>(&'a self, namespace: &'a str) -> EndpointsNamespaceLister<'a> {
         EndpointsNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl EndpointsLister {
     }
 }
 /// Reads the `Endpoints` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct EndpointsNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct EndpointsNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl EndpointsNamespaceLister {
+impl EndpointsNamespaceLister<'_> {
     /// The cached `Endpoints` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,12 @@ impl LimitRangeLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `LimitRange` objects of `namespace`.
-    pub fn limitranges(&self, namespace: &str) -> LimitRangeNamespaceLister {
+    /// A lister over the `LimitRange` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn limitranges<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> LimitRangeNamespaceLister<'a> {
         LimitRangeNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl LimitRangeLister {
     }
 }
 /// Reads the `LimitRange` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct LimitRangeNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct LimitRangeNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl LimitRangeNamespaceLister {
+impl LimitRangeNamespaceLister<'_> {
     /// The cached `LimitRange` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

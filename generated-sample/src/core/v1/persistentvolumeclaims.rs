@@ -69,11 +69,12 @@ impl PersistentVolumeClaimLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `PersistentVolumeClaim` objects of `namespace`.
-    pub fn persistentvolumeclaims(
-        &self,
-        namespace: &str,
-    ) -> PersistentVolumeClaimNamespaceLister {
+    /// A lister over the `PersistentVolumeClaim` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn persistentvolumeclaims<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> PersistentVolumeClaimNamespaceLister<'a> {
         PersistentVolumeClaimNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -84,11 +85,11 @@ impl PersistentVolumeClaimLister {
     }
 }
 /// Reads the `PersistentVolumeClaim` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct PersistentVolumeClaimNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct PersistentVolumeClaimNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl PersistentVolumeClaimNamespaceLister {
+impl PersistentVolumeClaimNamespaceLister<'_> {
     /// The cached `PersistentVolumeClaim` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -61,8 +61,9 @@ impl PodLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Pod` objects of `namespace`.
-    pub fn pods(&self, namespace: &str) -> PodNamespaceLister {
+    /// A lister over the `Pod` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn pods<'a>(&'a self, namespace: &'a str) -> PodNamespaceLister<'a> {
         PodNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -73,11 +74,11 @@ impl PodLister {
     }
 }
 /// Reads the `Pod` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct PodNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct PodNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl PodNamespaceLister {
+impl PodNamespaceLister<'_> {
     /// The cached `Pod` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,12 @@ impl PodTemplateLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `PodTemplate` objects of `namespace`.
-    pub fn podtemplates(&self, namespace: &str) -> PodTemplateNamespaceLister {
+    /// A lister over the `PodTemplate` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn podtemplates<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> PodTemplateNamespaceLister<'a> {
         PodTemplateNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl PodTemplateLister {
     }
 }
 /// Reads the `PodTemplate` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct PodTemplateNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct PodTemplateNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl PodTemplateNamespaceLister {
+impl PodTemplateNamespaceLister<'_> {
     /// The cached `PodTemplate` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

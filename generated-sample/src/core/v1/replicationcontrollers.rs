@@ -69,11 +69,12 @@ impl ReplicationControllerLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ReplicationController` objects of `namespace`.
-    pub fn replicationcontrollers(
-        &self,
-        namespace: &str,
-    ) -> ReplicationControllerNamespaceLister {
+    /// A lister over the `ReplicationController` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn replicationcontrollers<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ReplicationControllerNamespaceLister<'a> {
         ReplicationControllerNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -84,11 +85,11 @@ impl ReplicationControllerLister {
     }
 }
 /// Reads the `ReplicationController` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ReplicationControllerNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ReplicationControllerNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ReplicationControllerNamespaceLister {
+impl ReplicationControllerNamespaceLister<'_> {
     /// The cached `ReplicationController` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

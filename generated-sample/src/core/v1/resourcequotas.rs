@@ -63,8 +63,12 @@ impl ResourceQuotaLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ResourceQuota` objects of `namespace`.
-    pub fn resourcequotas(&self, namespace: &str) -> ResourceQuotaNamespaceLister {
+    /// A lister over the `ResourceQuota` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn resourcequotas<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ResourceQuotaNamespaceLister<'a> {
         ResourceQuotaNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl ResourceQuotaLister {
     }
 }
 /// Reads the `ResourceQuota` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ResourceQuotaNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceQuotaNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ResourceQuotaNamespaceLister {
+impl ResourceQuotaNamespaceLister<'_> {
     /// The cached `ResourceQuota` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

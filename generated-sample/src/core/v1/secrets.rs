@@ -63,8 +63,9 @@ impl SecretLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Secret` objects of `namespace`.
-    pub fn secrets(&self, namespace: &str) -> SecretNamespaceLister {
+    /// A lister over the `Secret` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn secrets<'a>(&'a self, namespace: &'a str) -> SecretNamespaceLister<'a> {
         SecretNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl SecretLister {
     }
 }
 /// Reads the `Secret` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct SecretNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct SecretNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl SecretNamespaceLister {
+impl SecretNamespaceLister<'_> {
     /// The cached `Secret` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,12 @@ impl ServiceAccountLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ServiceAccount` objects of `namespace`.
-    pub fn serviceaccounts(&self, namespace: &str) -> ServiceAccountNamespaceLister {
+    /// A lister over the `ServiceAccount` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn serviceaccounts<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ServiceAccountNamespaceLister<'a> {
         ServiceAccountNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl ServiceAccountLister {
     }
 }
 /// Reads the `ServiceAccount` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ServiceAccountNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ServiceAccountNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ServiceAccountNamespaceLister {
+impl ServiceAccountNamespaceLister<'_> {
     /// The cached `ServiceAccount` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

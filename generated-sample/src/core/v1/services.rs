@@ -63,8 +63,9 @@ impl ServiceLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Service` objects of `namespace`.
-    pub fn services(&self, namespace: &str) -> ServiceNamespaceLister {
+    /// A lister over the `Service` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn services<'a>(&'a self, namespace: &'a str) -> ServiceNamespaceLister<'a> {
         ServiceNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl ServiceLister {
     }
 }
 /// Reads the `Service` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ServiceNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ServiceNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ServiceNamespaceLister {
+impl ServiceNamespaceLister<'_> {
     /// The cached `Service` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,12 @@ impl EndpointSliceLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `EndpointSlice` objects of `namespace`.
-    pub fn endpointslices(&self, namespace: &str) -> EndpointSliceNamespaceLister {
+    /// A lister over the `EndpointSlice` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn endpointslices<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> EndpointSliceNamespaceLister<'a> {
         EndpointSliceNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl EndpointSliceLister {
     }
 }
 /// Reads the `EndpointSlice` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct EndpointSliceNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct EndpointSliceNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl EndpointSliceNamespaceLister {
+impl EndpointSliceNamespaceLister<'_> {
     /// The cached `EndpointSlice` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

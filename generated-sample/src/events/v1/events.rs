@@ -63,8 +63,9 @@ impl EventLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Event` objects of `namespace`.
-    pub fn events(&self, namespace: &str) -> EventNamespaceLister {
+    /// A lister over the `Event` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn events<'a>(&'a self, namespace: &'a str) -> EventNamespaceLister<'a> {
         EventNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl EventLister {
     }
 }
 /// Reads the `Event` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct EventNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct EventNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl EventNamespaceLister {
+impl EventNamespaceLister<'_> {
     /// The cached `Event` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,12 @@ impl ReferenceGrantLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ReferenceGrant` objects of `namespace`.
-    pub fn referencegrants(&self, namespace: &str) -> ReferenceGrantNamespaceLister {
+    /// A lister over the `ReferenceGrant` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn referencegrants<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ReferenceGrantNamespaceLister<'a> {
         ReferenceGrantNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl ReferenceGrantLister {
     }
 }
 /// Reads the `ReferenceGrant` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ReferenceGrantNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ReferenceGrantNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ReferenceGrantNamespaceLister {
+impl ReferenceGrantNamespaceLister<'_> {
     /// The cached `ReferenceGrant` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

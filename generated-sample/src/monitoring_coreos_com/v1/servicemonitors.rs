@@ -63,8 +63,12 @@ impl ServiceMonitorLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ServiceMonitor` objects of `namespace`.
-    pub fn servicemonitors(&self, namespace: &str) -> ServiceMonitorNamespaceLister {
+    /// A lister over the `ServiceMonitor` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn servicemonitors<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ServiceMonitorNamespaceLister<'a> {
         ServiceMonitorNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl ServiceMonitorLister {
     }
 }
 /// Reads the `ServiceMonitor` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ServiceMonitorNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ServiceMonitorNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ServiceMonitorNamespaceLister {
+impl ServiceMonitorNamespaceLister<'_> {
     /// The cached `ServiceMonitor` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

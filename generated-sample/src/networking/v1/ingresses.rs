@@ -63,8 +63,9 @@ impl IngressLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Ingress` objects of `namespace`.
-    pub fn ingresses(&self, namespace: &str) -> IngressNamespaceLister {
+    /// A lister over the `Ingress` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn ingresses<'a>(&'a self, namespace: &'a str) -> IngressNamespaceLister<'a> {
         IngressNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl IngressLister {
     }
 }
 /// Reads the `Ingress` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct IngressNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct IngressNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl IngressNamespaceLister {
+impl IngressNamespaceLister<'_> {
     /// The cached `Ingress` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

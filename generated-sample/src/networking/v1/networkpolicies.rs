@@ -63,8 +63,12 @@ impl NetworkPolicyLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `NetworkPolicy` objects of `namespace`.
-    pub fn networkpolicies(&self, namespace: &str) -> NetworkPolicyNamespaceLister {
+    /// A lister over the `NetworkPolicy` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn networkpolicies<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> NetworkPolicyNamespaceLister<'a> {
         NetworkPolicyNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl NetworkPolicyLister {
     }
 }
 /// Reads the `NetworkPolicy` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct NetworkPolicyNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct NetworkPolicyNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl NetworkPolicyNamespaceLister {
+impl NetworkPolicyNamespaceLister<'_> {
     /// The cached `NetworkPolicy` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -67,11 +67,12 @@ impl PodDisruptionBudgetLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `PodDisruptionBudget` objects of `namespace`.
-    pub fn poddisruptionbudgets(
-        &self,
-        namespace: &str,
-    ) -> PodDisruptionBudgetNamespaceLister {
+    /// A lister over the `PodDisruptionBudget` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn poddisruptionbudgets<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> PodDisruptionBudgetNamespaceLister<'a> {
         PodDisruptionBudgetNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -82,11 +83,11 @@ impl PodDisruptionBudgetLister {
     }
 }
 /// Reads the `PodDisruptionBudget` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct PodDisruptionBudgetNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct PodDisruptionBudgetNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl PodDisruptionBudgetNamespaceLister {
+impl PodDisruptionBudgetNamespaceLister<'_> {
     /// The cached `PodDisruptionBudget` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,12 @@ impl RoleBindingLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `RoleBinding` objects of `namespace`.
-    pub fn rolebindings(&self, namespace: &str) -> RoleBindingNamespaceLister {
+    /// A lister over the `RoleBinding` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn rolebindings<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> RoleBindingNamespaceLister<'a> {
         RoleBindingNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl RoleBindingLister {
     }
 }
 /// Reads the `RoleBinding` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct RoleBindingNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct RoleBindingNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl RoleBindingNamespaceLister {
+impl RoleBindingNamespaceLister<'_> {
     /// The cached `RoleBinding` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,9 @@ impl RoleLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Role` objects of `namespace`.
-    pub fn roles(&self, namespace: &str) -> RoleNamespaceLister {
+    /// A lister over the `Role` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn roles<'a>(&'a self, namespace: &'a str) -> RoleNamespaceLister<'a> {
         RoleNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl RoleLister {
     }
 }
 /// Reads the `Role` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct RoleNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct RoleNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl RoleNamespaceLister {
+impl RoleNamespaceLister<'_> {
     /// The cached `Role` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

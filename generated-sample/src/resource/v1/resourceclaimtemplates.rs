@@ -69,11 +69,12 @@ impl ResourceClaimTemplateLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ResourceClaimTemplate` objects of `namespace`.
-    pub fn resourceclaimtemplates(
-        &self,
-        namespace: &str,
-    ) -> ResourceClaimTemplateNamespaceLister {
+    /// A lister over the `ResourceClaimTemplate` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn resourceclaimtemplates<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ResourceClaimTemplateNamespaceLister<'a> {
         ResourceClaimTemplateNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -84,11 +85,11 @@ impl ResourceClaimTemplateLister {
     }
 }
 /// Reads the `ResourceClaimTemplate` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ResourceClaimTemplateNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceClaimTemplateNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ResourceClaimTemplateNamespaceLister {
+impl ResourceClaimTemplateNamespaceLister<'_> {
     /// The cached `ResourceClaimTemplate` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

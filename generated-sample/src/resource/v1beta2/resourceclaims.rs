@@ -63,8 +63,12 @@ impl ResourceClaimLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `ResourceClaim` objects of `namespace`.
-    pub fn resourceclaims(&self, namespace: &str) -> ResourceClaimNamespaceLister {
+    /// A lister over the `ResourceClaim` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn resourceclaims<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> ResourceClaimNamespaceLister<'a> {
         ResourceClaimNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +79,11 @@ impl ResourceClaimLister {
     }
 }
 /// Reads the `ResourceClaim` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct ResourceClaimNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceClaimNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl ResourceClaimNamespaceLister {
+impl ResourceClaimNamespaceLister<'_> {
     /// The cached `ResourceClaim` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -63,8 +63,9 @@ impl WorkloadLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `Workload` objects of `namespace`.
-    pub fn workloads(&self, namespace: &str) -> WorkloadNamespaceLister {
+    /// A lister over the `Workload` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn workloads<'a>(&'a self, namespace: &'a str) -> WorkloadNamespaceLister<'a> {
         WorkloadNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -75,11 +76,11 @@ impl WorkloadLister {
     }
 }
 /// Reads the `Workload` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct WorkloadNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct WorkloadNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl WorkloadNamespaceLister {
+impl WorkloadNamespaceLister<'_> {
     /// The cached `Workload` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

@@ -67,11 +67,12 @@ impl CSIStorageCapacityLister {
     ) -> ::std::vec::Vec<::std::sync::Arc<Object>> {
         self.inner.list(selector)
     }
-    /// A lister over the `CSIStorageCapacity` objects of `namespace`.
-    pub fn csistoragecapacities(
-        &self,
-        namespace: &str,
-    ) -> CSIStorageCapacityNamespaceLister {
+    /// A lister over the `CSIStorageCapacity` objects of `namespace`, borrowing this lister (it allocates
+    /// nothing).
+    pub fn csistoragecapacities<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> CSIStorageCapacityNamespaceLister<'a> {
         CSIStorageCapacityNamespaceLister {
             inner: self.inner.namespace(namespace),
         }
@@ -82,11 +83,11 @@ impl CSIStorageCapacityLister {
     }
 }
 /// Reads the `CSIStorageCapacity` objects of one namespace from an informer's cache.
-#[derive(Clone)]
-pub struct CSIStorageCapacityNamespaceLister {
-    inner: ::informer_runtime::NamespaceLister<Object>,
+#[derive(Clone, Copy, Debug)]
+pub struct CSIStorageCapacityNamespaceLister<'a> {
+    inner: ::informer_runtime::NamespaceLister<'a, Object>,
 }
-impl CSIStorageCapacityNamespaceLister {
+impl CSIStorageCapacityNamespaceLister<'_> {
     /// The cached `CSIStorageCapacity` objects of this namespace whose labels match `selector`.
     pub fn list(
         &self,

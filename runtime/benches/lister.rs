@@ -1,0 +1,134 @@
+//! Lister `get` in isolation: where its nanoseconds go.
+//!
+//! `cargo bench -p informer-runtime --bench lister` prints one table. The store holds N
+//! ConfigMaps (≈1 KB of data each, inserted in a shuffled order, so objects and keys lie
+//! scattered in memory as a reflector leaves them), and `get` is called for every key in a
+//! shuffled order, back to back, as client-go's and kube-rs's lister loops in the
+//! side-by-side benchmark do. Rows take the lookup apart: the lister as users call it
+//! (`lister.namespace(ns).get(name)`), with namespace listers made once, the store alone
+//! (key joined on the stack), and the store given the joined key. The step from 100 objects
+//! (all in cache) to 10,000 and 100,000 is memory latency, not code.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use informer_runtime::{Indexer, Lister, ObjectKey};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+fn config_map(i: usize) -> ConfigMap {
+    let mut data = BTreeMap::new();
+    for d in 0..8 {
+        data.insert(format!("key-{d}"), format!("{i:08}-{}", "v".repeat(120)));
+    }
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(format!("config-{i:06}-{:x}", i.wrapping_mul(0x9e37_79b9))),
+            namespace: Some(format!("ns-{:03}", i % 50)),
+            uid: Some(format!("{:032x}", (i as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15))),
+            resource_version: Some((1000 + i).to_string()),
+            labels: Some(BTreeMap::from([("app".to_string(), format!("app-{}", i % 20))])),
+            ..Default::default()
+        },
+        data: Some(data),
+        ..Default::default()
+    }
+}
+
+/// The lookups of one run: namespaces (few, cache-resident), and names and whole keys each
+/// in one buffer, so that every row pays the same to read its query.
+struct Queries {
+    namespaces: Vec<String>,
+    /// (namespace index, name's range in `text`), in a scattered order.
+    names: Vec<(usize, std::ops::Range<usize>)>,
+    /// The range in `text` of `namespace/name` of the same lookups, in the same order.
+    keys: Vec<std::ops::Range<usize>>,
+    text: String,
+}
+
+impl Queries {
+    fn name(&self, i: usize) -> (&str, &str) {
+        let (ns, name) = &self.names[i];
+        (&self.namespaces[*ns], &self.text[name.clone()])
+    }
+
+    fn key(&self, i: usize) -> &str {
+        &self.text[self.keys[i].clone()]
+    }
+}
+
+/// A store of `n` ConfigMaps and the lookups of every one of them in a scattered order.
+fn store(n: usize) -> (Lister<ConfigMap>, Queries) {
+    let mut order: Vec<usize> = (0..n).collect();
+    fastrand::seed(7);
+    fastrand::shuffle(&mut order);
+    let indexer = Arc::new(Indexer::<ConfigMap>::new());
+    for &i in &order {
+        let cm = config_map(i);
+        let key = ObjectKey::of(&cm).unwrap();
+        indexer.upsert(key, Arc::new(cm));
+    }
+    let namespaces: Vec<String> = (0..NAMESPACES).map(|i| config_map(i).metadata.namespace.unwrap()).collect();
+    fastrand::shuffle(&mut order);
+    let mut q = Queries { namespaces, names: Vec::new(), keys: Vec::new(), text: String::new() };
+    for &i in &order {
+        let name = config_map(i).metadata.name.unwrap();
+        let start = q.text.len();
+        q.text.push_str(&name);
+        q.names.push((i % NAMESPACES, start..q.text.len()));
+    }
+    for i in 0..n {
+        let (ns, name) = q.name(i);
+        let key = format!("{ns}/{name}");
+        let start = q.text.len();
+        q.text.push_str(&key);
+        q.keys.push(start..q.text.len());
+    }
+    (Lister::new(indexer, "configmaps"), q)
+}
+
+const NAMESPACES: usize = 50;
+
+/// Nanoseconds per call of `f` (given the lookup's index), median of 5 rounds of `iters`
+/// calls over `n` lookups.
+fn time(n: usize, iters: usize, mut f: impl FnMut(usize) -> bool) -> f64 {
+    let mut rounds: Vec<f64> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            let mut found = 0usize;
+            for i in 0..iters {
+                found += f(i % n) as usize;
+            }
+            assert_eq!(found, iters, "every key is in the store");
+            start.elapsed().as_nanos() as f64 / iters as f64
+        })
+        .collect();
+    rounds.sort_by(f64::total_cmp);
+    rounds[2]
+}
+
+fn main() {
+    let iters = 2_000_000;
+    println!("| objects | `lister.namespace(ns).get(name)` | namespace listers reused | `indexer.get_by_name` | `indexer.get(\"ns/name\")` |");
+    println!("|---|---|---|---|---|");
+    for n in [100, 10_000, 100_000] {
+        let (lister, q) = store(n);
+        let by_lister = time(n, iters, |i| {
+            let (ns, name) = q.name(i);
+            black_box(lister.namespace(ns).get(name)).is_ok()
+        });
+        let listers: Vec<_> = q.namespaces.iter().map(|ns| lister.namespace(ns)).collect();
+        let reused = time(n, iters, |i| {
+            let name = &q.text[q.names[i].1.clone()];
+            black_box(listers[q.names[i].0].get(name)).is_ok()
+        });
+        let by_name = time(n, iters, |i| {
+            let (ns, name) = q.name(i);
+            black_box(lister.indexer().get_by_name(Some(ns), name)).is_some()
+        });
+        let by_key = time(n, iters, |i| black_box(lister.indexer().get(q.key(i))).is_some());
+        println!("| {n} | {by_lister:.1} ns | {reused:.1} ns | {by_name:.1} ns | {by_key:.1} ns |");
+    }
+}
