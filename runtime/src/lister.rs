@@ -66,7 +66,12 @@ impl<K: Resource> Lister<K> {
 
     /// The cluster-scoped object called `name`.
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
-        self.indexer.get(name).ok_or_else(|| NotFound { resource: self.resource.to_string(), name: name.to_string() })
+        self.indexer.get(name).ok_or_else(|| self.not_found(name))
+    }
+
+    /// The error of a `get` that found no object called `name`.
+    fn not_found(&self, name: &str) -> NotFound {
+        NotFound { resource: self.resource.to_string(), name: name.to_string() }
     }
 
     /// A lister over one namespace: a view that borrows this lister and `namespace`, so
@@ -118,7 +123,7 @@ impl<'a, K: Resource> NamespaceLister<'a, K> {
 
     /// The object called `name` in this namespace.
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
-        self.lister.indexer.get_by_name(Some(self.namespace), name).ok_or_else(|| NotFound { resource: self.lister.resource.to_string(), name: name.to_string() })
+        self.lister.indexer.get_by_name(Some(self.namespace), name).ok_or_else(|| self.lister.not_found(name))
     }
 
     /// The namespace.
