@@ -271,8 +271,8 @@ impl<'a> LeanGen<'a> {
             #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::informer_runtime::reexports::serde::Deserialize)]
             #[serde(crate = #SERDE)]
             pub struct #tid {
-                /// Standard object metadata (`managedFields`, `annotations` and `ownerReferences` in
-                /// `LeanMeta`'s own fields, lean).
+                /// Standard object metadata (`labels`, `annotations`, `managedFields` and
+                /// `ownerReferences` in `LeanMeta`'s own fields, lean: `meta().labels` is `None`).
                 #[serde(default)]
                 pub metadata: ::informer_runtime::lean::LeanMeta,
                 #(#fields)*
@@ -309,6 +309,7 @@ impl<'a> LeanGen<'a> {
             }
 
             impl ::informer_runtime::lean::LeanRoot for #tid {
+                fn lean_meta(&self) -> &::informer_runtime::lean::LeanMeta { &self.metadata }
                 fn lean_meta_mut(&mut self) -> &mut ::informer_runtime::lean::LeanMeta { &mut self.metadata }
             }
 

@@ -32,7 +32,7 @@ use crate::error::Error;
 use crate::generic::{ErasedInformer, GenericInformer, Gvr, ResourceRegistry};
 use crate::informer::{InformerOptions, SharedIndexInformer};
 use crate::kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
-use crate::lean::{LeanPartialObjectMeta, LeanRoot};
+use crate::lean::{LeanPartialObjectMeta, LeanRoot, lean_labels};
 use crate::queue::QueueMode;
 use crate::reflector::{ReflectorConfig, WatchListMode};
 use crate::transform::TransformFn;
@@ -220,9 +220,12 @@ impl SharedInformerFactory {
         self.set_meta_transform(informer, |o, t| t(o.meta_mut()));
     }
 
-    /// For objects with [`LeanMeta`](crate::lean::LeanMeta) metadata: the transform also
-    /// reaches the fields `LeanMeta` keeps apart.
-    fn apply_lean_meta_transform<K: LeanRoot + Resource + Send + Sync + 'static>(&self, informer: &SharedIndexInformer<K>) {
+    /// For objects with [`LeanMeta`](crate::lean::LeanMeta) metadata: listers read the
+    /// labels `LeanMeta` keeps apart, and the transform also reaches the fields it keeps
+    /// apart.
+    fn set_up_lean_root<K: LeanRoot + Resource + Send + Sync + 'static>(&self, informer: &SharedIndexInformer<K>) {
+        // The informer was just created and not started, so this cannot fail.
+        let _ = informer.set_labels(lean_labels::<K>);
         self.set_meta_transform(informer, |o, t| o.lean_meta_mut().apply_object_meta_transform(t));
     }
 
@@ -270,9 +273,9 @@ impl SharedInformerFactory {
     }
 
     /// The shared informer for a lean root type `K` (generated with `--lean`): as
-    /// [`informer_for`](Self::informer_for), and the factory's metadata transform also
-    /// reaches the metadata `LeanMeta` keeps apart (`managedFields`, annotations, owner
-    /// references).
+    /// [`informer_for`](Self::informer_for), and its listers match selectors against the
+    /// labels `LeanMeta` keeps apart; the factory's metadata transform also reaches them
+    /// and the rest it keeps apart (`managedFields`, annotations, owner references).
     pub fn lean_informer_for<K>(&self) -> Result<SharedIndexInformer<K>, Error>
     where
         K: LeanRoot + Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
@@ -280,7 +283,7 @@ impl SharedInformerFactory {
     {
         self.informer_for_with(|f| {
             let informer = f.new_typed_informer::<K>();
-            f.apply_lean_meta_transform(&informer);
+            f.set_up_lean_root(&informer);
             informer
         })
     }
@@ -325,7 +328,7 @@ impl SharedInformerFactory {
         self.get_or_insert(InformerKey::Type(TypeId::of::<LeanPartialObjectMeta<K>>()), || {
             let (api, options) = self.typed_api_and_options::<K>();
             let informer = SharedIndexInformer::new(MetadataListerWatcher::new(api), options);
-            self.apply_lean_meta_transform(&informer);
+            self.set_up_lean_root(&informer);
             informer
         })
     }

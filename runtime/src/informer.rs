@@ -38,6 +38,7 @@ use crate::lister_watcher::{BoxListerWatcher, ListerWatcher};
 use crate::queue::{Popped, Queue, QueueMode};
 use crate::real_fifo::InOrderFifo;
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorState, WatchErrorHandler};
+use crate::labels::{LabelsFn, meta_labels};
 use crate::transform::TransformFn;
 
 /// The shortest resync period a handler can get (client-go's `minimumResyncPeriod`).
@@ -134,6 +135,7 @@ struct Inner<K> {
     listeners: Mutex<Vec<Arc<Listener<K>>>>,
     syncing: Mutex<HashSet<u64>>,
     transform: Mutex<Option<TransformFn<K>>>,
+    labels: Mutex<LabelsFn<K>>,
     error_handler: Mutex<Option<WatchErrorHandler>>,
     started: AtomicBool,
     cancel: CancellationToken,
@@ -180,6 +182,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 listeners: Mutex::new(Vec::new()),
                 syncing: Mutex::new(HashSet::new()),
                 transform: Mutex::new(None),
+                labels: Mutex::new(meta_labels::<K>),
                 error_handler: Mutex::new(None),
                 started: AtomicBool::new(false),
                 cancel: CancellationToken::new(),
@@ -205,6 +208,22 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         Ok(())
     }
 
+    /// Sets how listers read an object's labels (by default from `meta().labels`; lean
+    /// roots keep theirs in their own metadata). Listers made before keep the way they were
+    /// made with. Fails after start.
+    pub fn set_labels(&self, labels: LabelsFn<K>) -> Result<(), Error> {
+        if self.inner.started.load(Ordering::Acquire) {
+            return Err(Error::AlreadyStarted);
+        }
+        *self.inner.labels.lock() = labels;
+        Ok(())
+    }
+
+    /// The way this informer's listers read an object's labels.
+    pub fn labels_fn(&self) -> LabelsFn<K> {
+        *self.inner.labels.lock()
+    }
+
     /// Sets the hook called with every list or watch error. Fails after start.
     pub fn set_watch_error_handler(&self, handler: impl Fn(&Error) + Send + Sync + 'static) -> Result<(), Error> {
         if self.inner.started.load(Ordering::Acquire) {
@@ -226,7 +245,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
     /// A lister over the informer's store.
     pub fn lister(&self) -> Lister<K> {
-        Lister::new(self.inner.indexer.clone(), &self.inner.options.resource)
+        Lister::new(self.inner.indexer.clone(), &self.inner.options.resource).with_labels(self.labels_fn())
     }
 
     /// True once the first list has been applied to the store.

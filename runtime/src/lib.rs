@@ -45,6 +45,7 @@ mod informer;
 mod json_list;
 mod key;
 mod kube_lister_watcher;
+mod labels;
 mod lister;
 mod lister_watcher;
 mod parallel;
@@ -74,6 +75,7 @@ pub use indexer::{IndexError, IndexFunc, Indexer, NAMESPACE_INDEX, namespace_ind
 pub use informer::{InformerOptions, MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
 pub use key::{KeySet, ObjectKey};
 pub use kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
+pub use labels::{LabelMatcher, Labels, LabelsFn, meta_labels};
 pub use lister::{Lister, NamespaceLister, matches_labels};
 pub use lister_watcher::{BoxListerWatcher, ListOptions, ListPage, ListerWatcher, VersionMatch, WatchEvent, WatchOptions, WatchStream};
 pub use queue::{Popped, Queue, QueueMode};

@@ -5,6 +5,8 @@
 //! - A namespace lister only reads the namespace index entry of its namespace; it never
 //!   scans the whole store.
 //! - `get` of a missing object returns [`NotFound`] naming the resource and the name.
+//! - Selectors are matched against the labels the lister's [`LabelsFn`] reads (the
+//!   informer's: `meta().labels`, or a lean root's own labels).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -13,13 +15,15 @@ use kube_core::{Resource, Selector, SelectorExt};
 
 use crate::error::NotFound;
 use crate::indexer::{Indexer, NAMESPACE_INDEX};
+use crate::labels::{LabelMatcher, LabelsFn, meta_labels};
 
 fn empty_labels() -> &'static BTreeMap<String, String> {
     static EMPTY: OnceLock<BTreeMap<String, String>> = OnceLock::new();
     EMPTY.get_or_init(BTreeMap::new)
 }
 
-/// True when `obj`'s labels match `selector`.
+/// True when the labels in `obj.meta().labels` match `selector` (lean roots keep theirs
+/// elsewhere: match those with a [`LabelMatcher`] over the informer's [`LabelsFn`]).
 pub fn matches_labels<K: Resource>(selector: &Selector, obj: &K) -> bool {
     selector.selects_all() || selector.matches(obj.meta().labels.as_ref().unwrap_or_else(|| empty_labels()))
 }
@@ -28,11 +32,12 @@ pub fn matches_labels<K: Resource>(selector: &Selector, obj: &K) -> bool {
 pub struct Lister<K> {
     indexer: Arc<Indexer<K>>,
     resource: Arc<str>,
+    labels: LabelsFn<K>,
 }
 
 impl<K> Clone for Lister<K> {
     fn clone(&self) -> Self {
-        Lister { indexer: self.indexer.clone(), resource: self.resource.clone() }
+        Lister { indexer: self.indexer.clone(), resource: self.resource.clone(), labels: self.labels }
     }
 }
 
@@ -43,16 +48,24 @@ impl<K> std::fmt::Debug for Lister<K> {
 }
 
 impl<K: Resource> Lister<K> {
-    /// A lister over `indexer`, for `resource` (plural, used in errors).
+    /// A lister over `indexer`, for `resource` (plural, used in errors), reading labels
+    /// from `meta().labels`.
     pub fn new(indexer: Arc<Indexer<K>>, resource: &str) -> Self {
-        Lister { indexer, resource: resource.into() }
+        Lister { indexer, resource: resource.into(), labels: meta_labels::<K> }
+    }
+
+    /// This lister, reading objects' labels through `labels`.
+    pub fn with_labels(mut self, labels: LabelsFn<K>) -> Self {
+        self.labels = labels;
+        self
     }
 
     /// Objects whose labels match `selector` (`&Selector::default()` for all).
     pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+        let matcher = LabelMatcher::new(selector);
         let mut out = Vec::new();
         self.indexer.for_each(|_, o| {
-            if matches_labels(selector, &**o) {
+            if matcher.matches((self.labels)(&**o)) {
                 out.push(o.clone());
             }
         });
@@ -110,11 +123,12 @@ impl<K> std::fmt::Debug for NamespaceLister<'_, K> {
 impl<'a, K: Resource> NamespaceLister<'a, K> {
     /// Objects of the namespace whose labels match `selector`.
     pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+        let matcher = LabelMatcher::new(selector);
         let mut out = Vec::new();
         // The namespace index exists in every Indexer from construction on, so this
         // cannot fail with NoSuchIndex.
         let _ = self.lister.indexer.for_each_in_index(NAMESPACE_INDEX, self.namespace, |_, o| {
-            if matches_labels(selector, &**o) {
+            if matcher.matches((self.lister.labels)(&**o)) {
                 out.push(o.clone());
             }
         });

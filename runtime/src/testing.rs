@@ -19,22 +19,23 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use kube_core::watch::{Bookmark, BookmarkMeta};
-use kube_core::{Resource, Selector, TypeMeta};
+use kube_core::{Resource, TypeMeta};
 use parking_lot::Mutex;
 
 use crate::error::{ApiStatus, Error};
 use crate::key::ObjectKey;
-use crate::lister::matches_labels;
+use crate::labels::{LabelMatcher, LabelsFn, meta_labels};
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
 use crate::reflector::INITIAL_EVENTS_END_ANNOTATION;
 use crate::selector::parse_label_selector;
 
 struct Watcher<K> {
     tx: mpsc::UnboundedSender<Result<WatchEvent<K>, Error>>,
-    selector: Selector,
+    selector: LabelMatcher,
 }
 
 struct State<K> {
+    labels: LabelsFn<K>,
     objects: BTreeMap<ObjectKey, K>,
     rv: u64,
     history: Vec<(u64, WatchEvent<K>)>,
@@ -95,6 +96,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
     pub fn new() -> Self {
         FakeApiServer {
             state: Arc::new(Mutex::new(State {
+                labels: meta_labels::<K>,
                 objects: BTreeMap::new(),
                 rv: 1,
                 history: Vec::new(),
@@ -114,11 +116,19 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeApiServer<K> {
         }
     }
 
+    /// This server, selecting objects by the labels `labels` reads (lean roots:
+    /// [`lean_labels`](crate::lean::lean_labels)) instead of `meta().labels`.
+    pub fn with_labels(self, labels: LabelsFn<K>) -> Self {
+        self.state.lock().labels = labels;
+        self
+    }
+
     fn record(st: &mut State<K>, ev: WatchEvent<K>) {
         st.history.push((st.rv, ev.clone()));
+        let labels = st.labels;
         st.watchers.retain(|w| {
             let send = match &ev {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => matches_labels(&w.selector, o),
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => w.selector.matches(labels(o)),
                 _ => true,
             };
             !send || w.tx.unbounded_send(Ok(ev.clone())).is_ok()
@@ -276,12 +286,12 @@ fn bookmark<K>(rv: &str, initial_end: bool) -> WatchEvent<K> {
     })
 }
 
-fn selector_of(s: &Option<String>) -> Result<Selector, Error> {
+fn selector_of(s: &Option<String>) -> Result<LabelMatcher, Error> {
     match s {
-        Some(s) => parse_label_selector(s).map_err(|e| {
+        Some(s) => parse_label_selector(s).map(|s| LabelMatcher::new(&s)).map_err(|e| {
             Error::Api(ApiStatus { code: 400, reason: "BadRequest".into(), message: e.to_string(), causes: vec![] })
         }),
-        None => Ok(Selector::default()),
+        None => Ok(LabelMatcher::default()),
     }
 }
 
@@ -296,6 +306,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
             return Err(e);
         }
         let selector = selector_of(&opts.label_selector)?;
+        let labels = st.labels;
         let (id, offset) = match &opts.continue_token {
             Some(token) => {
                 let (id, offset) = token
@@ -310,7 +321,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
             None => {
                 let id = st.next_snapshot;
                 st.next_snapshot += 1;
-                let items: Vec<K> = st.objects.values().filter(|o| matches_labels(&selector, *o)).cloned().collect();
+                let items: Vec<K> = st.objects.values().filter(|o| selector.matches(labels(o))).cloned().collect();
                 let rv = st.rv;
                 st.snapshots.insert(id, (rv, items));
                 (id, 0)
@@ -343,6 +354,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
             return Err(e);
         }
         let selector = selector_of(&opts.label_selector)?;
+        let labels = st.labels;
         let (tx, rx) = mpsc::unbounded();
         if opts.send_initial_events {
             if !st.watch_list_supported {
@@ -353,7 +365,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
                     causes: vec![],
                 }));
             }
-            for o in st.objects.values().filter(|o| matches_labels(&selector, *o)) {
+            for o in st.objects.values().filter(|o| selector.matches(labels(o))) {
                 let _ = tx.unbounded_send(Ok(WatchEvent::Added(o.clone())));
             }
             if st.initial_events_end {
@@ -362,7 +374,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
         } else {
             let from = opts.resource_version.as_str();
             if from.is_empty() || from == "0" {
-                for o in st.objects.values().filter(|o| matches_labels(&selector, *o)) {
+                for o in st.objects.values().filter(|o| selector.matches(labels(o))) {
                     let _ = tx.unbounded_send(Ok(WatchEvent::Added(o.clone())));
                 }
             } else {
@@ -376,7 +388,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeApiSe
                 }
                 for (rv, ev) in &st.history {
                     let send = match ev {
-                        WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => matches_labels(&selector, o),
+                        WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => selector.matches(labels(o)),
                         _ => true,
                     };
                     if *rv > from && send {

@@ -534,6 +534,47 @@ async fn listers_answer_from_the_cache() {
     inf.shutdown().await;
 }
 
+/// Lean roots keep labels out of `meta().labels`: the fake server's selection and the
+/// listers' both read them through `lean_labels`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lean_roots_are_selected_by_their_own_labels() {
+    use informer_runtime::lean::{LeanPartialObjectMeta, lean_labels};
+    type Meta = LeanPartialObjectMeta<ConfigMap>;
+    let lean = |c: ConfigMap| -> Meta { Meta::new(informer_runtime::lean::convert(&c.metadata).unwrap()) };
+    let server = FakeApiServer::<Meta>::new().with_labels(lean_labels::<Meta>);
+    server.create(lean(cm("a", "web-1", &[("app", "web"), ("tier", "front")])));
+    server.create(lean(cm("a", "web-2", &[("app", "web"), ("tier", "back")])));
+    server.create(lean(cm("b", "db-1", &[("app", "db")])));
+    server.create(lean(cm("b", "other", &[("app", "web"), ("team", "y")])));
+    let stored = |i: &SharedIndexInformer<Meta>| {
+        let mut keys: Vec<String> = i.indexer().list_keys().iter().map(|k| k.to_string()).collect();
+        keys.sort();
+        keys
+    };
+    let mut opts = options(WatchListMode::Never, QueueMode::InOrder);
+    opts.reflector.label_selector = Some("team!=y".into());
+    let inf = SharedIndexInformer::new(server.clone(), opts);
+    inf.set_labels(lean_labels::<Meta>).unwrap();
+    inf.start().unwrap();
+    inf.wait_for_sync().await;
+    assert_eq!(stored(&inf), vec!["a/web-1", "a/web-2", "b/db-1"], "the server selected by the lean labels");
+    assert!(inf.set_labels(lean_labels::<Meta>).is_err(), "fixed once started");
+    let lister = inf.lister();
+    let names = |v: Vec<Arc<Meta>>| {
+        let mut n: Vec<String> = v.iter().map(|o| o.metadata.name.clone().unwrap()).collect();
+        n.sort();
+        n
+    };
+    let sel = |s: &str| parse_label_selector(s).unwrap();
+    assert!(lister.list_all().iter().all(|o| o.metadata.object_meta.labels.is_none()), "no labels in ObjectMeta");
+    assert_eq!(names(lister.list(&sel("app=web"))), vec!["web-1", "web-2"]);
+    assert_eq!(names(lister.namespace("a").list(&sel("tier in (back)"))), vec!["web-2"]);
+    assert_eq!(names(lister.list(&sel("!tier"))), vec!["db-1"]);
+    server.create(lean(cm("b", "web-3", &[("app", "web")])));
+    eventually(5, "web-3 listed by its label", || lister.list(&sel("app=web")).len() == 3).await;
+    inf.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_selector_restricts_what_is_cached() {
     let server = FakeApiServer::new();

@@ -1,14 +1,19 @@
 //! [`LeanMeta`]: object metadata for lean root types — k8s-openapi's `ObjectMeta` (so
-//! `kube::Resource::meta()`, label selectors and every `kube` API keep working) with the
-//! fields the runtime never reads — `managedFields`, `annotations`, `ownerReferences` —
-//! held apart in lean form.
+//! `kube::Resource::meta()` gives name, namespace, uid and resource version, and every
+//! `kube` API keeps working) with the maps and lists — `labels`, `annotations`,
+//! `managedFields`, `ownerReferences` — held apart in lean form. Two labels in `ObjectMeta`
+//! cost a 536-byte B-tree node and four strings; here, one 32-byte slice of interned
+//! strings.
 //!
-//! Invariants: after decoding, `object_meta.managed_fields`, `.annotations` and
+//! Invariants: after decoding, `object_meta.labels`, `.managed_fields`, `.annotations` and
 //! `.owner_references` are `None`; the values are in the same-named fields of `LeanMeta`
-//! (`fieldsV1` as interned [`RawJson`]). Encoding writes them back into `metadata` (a value
-//! set on `object_meta` is written when the lean field is `None`), in the field order
-//! k8s-openapi writes.
+//! (`fieldsV1` as interned [`RawJson`]). So `meta().labels` of a lean root is `None`: its
+//! informer's listers read labels through [`lean_labels`], and code of one's own reads
+//! `metadata.labels` (or [`LeanRoot::lean_meta`]). Encoding writes the lean fields back
+//! into `metadata` (a value set on `object_meta` is written when the lean field is
+//! `None`), in the field order k8s-openapi writes.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
@@ -20,6 +25,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{InternTable, Interned, Map, RawJson, Shared, Str};
+use crate::labels::Labels;
 
 /// One `managedFields` entry, lean.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
@@ -79,12 +85,15 @@ impl Interned for OwnerReference {
     }
 }
 
-/// `ObjectMeta` with `managedFields`, `annotations` and `ownerReferences` kept lean. Dereferences to the `ObjectMeta`, so
-/// `pod.metadata.name` reads as it does on k8s-openapi types.
+/// `ObjectMeta` with `labels`, `annotations`, `managedFields` and `ownerReferences` kept
+/// lean. Dereferences to the `ObjectMeta`, so `pod.metadata.name` reads as it does on
+/// k8s-openapi types (and `pod.metadata.labels` is the lean field).
 #[derive(Clone, PartialEq, Debug, Default)]
 pub struct LeanMeta {
-    /// Everything but `managedFields` (whose field here is always `None`).
+    /// Everything but the fields below (whose fields here are always `None`).
     pub object_meta: ObjectMeta,
+    /// `labels`.
+    pub labels: Option<Map<Str>>,
     /// `managedFields`.
     pub managed_fields: Option<Box<[ManagedFieldsEntry]>>,
     /// `annotations`.
@@ -103,17 +112,23 @@ impl LeanMeta {
     /// Runs a transform written for k8s-openapi's `ObjectMeta` (a factory's
     /// [`MetaTransformFn`](crate::MetaTransformFn)) on this metadata.
     ///
-    /// The transform sees `annotations` and `ownerReferences` in full, and `managedFields`
-    /// as an empty list standing for the lean entries (they are not converted: that would
-    /// cost what the lean form saves). Afterwards: a field it set to `None` is dropped;
-    /// `managedFields` left an empty list keeps the lean entries; anything else it wrote
-    /// replaces the lean value (annotations come back in key order). Converting annotations
-    /// and owner references costs a few allocations per object; to drop only managedFields
-    /// without it, set `without_managed_fields` as the informer's transform instead.
+    /// The transform sees `labels`, `annotations` and `ownerReferences` in full, and
+    /// `managedFields` as an empty list standing for the lean entries (they are not
+    /// converted: that would cost what the lean form saves). Afterwards: a field it set to
+    /// `None` is dropped; `managedFields` left an empty list keeps the lean entries; anything
+    /// else it wrote replaces the lean value (labels and annotations come back in key
+    /// order). Converting the maps and owner references costs a few allocations per object;
+    /// to drop only managedFields without it, set `without_managed_fields` as the
+    /// informer's transform instead.
     pub fn apply_object_meta_transform(&mut self, transform: impl FnOnce(&mut ObjectMeta)) {
         let m = &mut self.object_meta;
+        let to_btree = |lean: Map<Str>| -> BTreeMap<String, String> { lean.iter().map(|(k, v)| (k.to_owned(), v.as_str().to_owned())).collect() };
+        let from_btree = |set: BTreeMap<String, String>| -> Map<Str> { set.iter().map(|(k, v)| (Str::new(k), Str::new(v))).collect() };
+        if let Some(lean) = self.labels.take() {
+            m.labels = Some(to_btree(lean));
+        }
         if let Some(lean) = self.annotations.take() {
-            m.annotations = Some(lean.iter().map(|(k, v)| (k.to_owned(), v.as_str().to_owned())).collect());
+            m.annotations = Some(to_btree(lean));
         }
         if let Some(lean) = self.owner_references.take() {
             m.owner_references = Some(lean.iter().map(|r| to_k8s_owner_reference(r)).collect());
@@ -123,7 +138,8 @@ impl LeanMeta {
             m.managed_fields = Some(Vec::new());
         }
         transform(m);
-        self.annotations = m.annotations.take().map(|a| a.iter().map(|(k, v)| (Str::new(k), Str::new(v))).collect());
+        self.labels = m.labels.take().map(from_btree);
+        self.annotations = m.annotations.take().map(from_btree);
         self.owner_references = m
             .owner_references
             .take()
@@ -167,7 +183,14 @@ fn from_k8s_owner_reference(r: &K8sOwnerReference) -> OwnerReference {
 /// transform on these through [`LeanMeta::apply_object_meta_transform`].
 pub trait LeanRoot {
     /// The object's metadata.
+    fn lean_meta(&self) -> &LeanMeta;
+    /// The object's metadata, to change.
     fn lean_meta_mut(&mut self) -> &mut LeanMeta;
+}
+
+/// The labels of a lean root: the [`LabelsFn`](crate::LabelsFn) its informers use.
+pub fn lean_labels<K: LeanRoot>(obj: &K) -> Labels<'_> {
+    obj.lean_meta().labels.as_ref().map_or(Labels::None, Labels::Lean)
 }
 
 impl Deref for LeanMeta {
@@ -205,7 +228,11 @@ impl Serialize for LeanMeta {
         opt!("finalizers", m.finalizers);
         opt!("generateName", m.generate_name);
         opt!("generation", m.generation);
-        opt!("labels", m.labels);
+        match (&self.labels, &m.labels) {
+            (Some(lean), _) => map.serialize_entry("labels", lean)?,
+            (None, Some(set)) => map.serialize_entry("labels", set)?,
+            (None, None) => {}
+        }
         match (&self.managed_fields, &m.managed_fields) {
             (Some(lean), _) => map.serialize_entry("managedFields", lean)?,
             (None, Some(set)) => map.serialize_entry("managedFields", set)?,
@@ -245,7 +272,7 @@ impl<'de> Deserialize<'de> for LeanMeta {
                         "finalizers" => m.finalizers = access.next_value()?,
                         "generateName" => m.generate_name = access.next_value()?,
                         "generation" => m.generation = access.next_value()?,
-                        "labels" => m.labels = access.next_value()?,
+                        "labels" => out.labels = access.next_value()?,
                         "managedFields" => {
                             out.managed_fields = access.next_value::<Option<Vec<ManagedFieldsEntry>>>()?.map(Vec::into_boxed_slice);
                         }
@@ -279,6 +306,8 @@ mod tests {
     fn round_trips_and_matches_k8s_openapi() {
         let lean: LeanMeta = serde_json::from_str(META).unwrap();
         assert!(lean.object_meta.managed_fields.is_none() && lean.object_meta.annotations.is_none());
+        assert!(lean.object_meta.labels.is_none());
+        assert_eq!(lean.labels.as_ref().unwrap().get("app").map(|v| v.as_str()), Some("web"));
         assert_eq!(lean.annotations.as_ref().unwrap().get("a").map(|v| v.as_str()), Some("1"));
         assert_eq!(lean.owner_references.as_ref().unwrap()[0].kind.as_deref(), Some("ReplicaSet"));
         let entries = lean.managed_fields.as_deref().unwrap();
@@ -289,6 +318,21 @@ mod tests {
         assert_eq!(serde_json::to_string(&k8s).unwrap(), META);
         let back: ObjectMeta = super::super::convert(&lean).unwrap();
         assert_eq!(back, k8s);
+    }
+
+    #[test]
+    fn meta_transforms_see_and_change_the_lean_labels() {
+        let mut lean: LeanMeta = serde_json::from_str(META).unwrap();
+        lean.apply_object_meta_transform(|m| {
+            let labels = m.labels.as_mut().expect("the transform sees the labels");
+            assert_eq!(labels.get("app").map(String::as_str), Some("web"));
+            labels.insert("tier".into(), "front".into());
+        });
+        assert!(lean.object_meta.labels.is_none(), "labels go back to the lean field");
+        let labels = Labels::Lean(lean.labels.as_ref().unwrap());
+        assert_eq!((labels.get("app"), labels.get("tier"), labels.len()), (Some("web"), Some("front"), 2));
+        lean.apply_object_meta_transform(|m| m.labels = None);
+        assert!(lean.labels.is_none() && !serde_json::to_string(&lean).unwrap().contains("\"labels\":"));
     }
 
     #[test]

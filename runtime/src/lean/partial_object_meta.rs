@@ -59,6 +59,9 @@ impl<K> LeanPartialObjectMeta<K> {
 }
 
 impl<K> LeanRoot for LeanPartialObjectMeta<K> {
+    fn lean_meta(&self) -> &LeanMeta {
+        &self.metadata
+    }
     fn lean_meta_mut(&mut self) -> &mut LeanMeta {
         &mut self.metadata
     }
