@@ -7,10 +7,7 @@
 //!   `i`'s function on `o`, `o`'s key is in `indices[i][v]`; and nothing else is. Every
 //!   write (add, update, delete, replace, `add_indexers`) keeps this exact, and an empty
 //!   value set is removed so `list_index_values` only names values some object has.
-//! - The [`NAMESPACE_INDEX`] is present from construction. Writes of one object keep it
-//!   from the key's namespace part, which is the object's namespace (keys are built from
-//!   the metadata, see [`ObjectKey`]): no index function runs and nothing is allocated for
-//!   it, and an update under the same key leaves it as it is.
+//! - The [`NAMESPACE_INDEX`] is present from construction.
 //! - All methods take `&self`; writes hold a write lock for the duration of one change.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -258,35 +255,7 @@ fn update_indices<K>(
     old: Option<&K>,
     new: Option<&K>,
 ) {
-    let namespace = key.namespace().unwrap_or("");
-    match (old.is_some(), new.is_some()) {
-        (false, true) => {
-            let index = indices.get_mut(NAMESPACE_INDEX).expect("the namespace index exists from construction");
-            match index.get_mut(namespace) {
-                Some(set) => {
-                    set.insert(key.clone());
-                }
-                None => {
-                    index.entry(namespace.to_owned()).or_default().insert(key.clone());
-                }
-            }
-        }
-        (true, false) => {
-            let index = indices.get_mut(NAMESPACE_INDEX).expect("the namespace index exists from construction");
-            if let Some(set) = index.get_mut(namespace) {
-                set.remove(key);
-                if set.is_empty() {
-                    index.remove(namespace);
-                }
-            }
-        }
-        // Same key, same namespace; or nothing before and after.
-        _ => {}
-    }
     for (name, f) in indexers {
-        if name == NAMESPACE_INDEX {
-            continue;
-        }
         let old_vals = old.map(|o| f(o)).unwrap_or_default();
         let new_vals = new.map(|o| f(o)).unwrap_or_default();
         if old_vals == new_vals {
