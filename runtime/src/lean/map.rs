@@ -13,9 +13,6 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Str;
 
-/// Entries a map decoded from JSON gathers on the stack before it allocates.
-const STACK_ENTRIES: usize = 8;
-
 /// A string-keyed map stored as one boxed slice of pairs.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Map<V>(Box<[(Str, V)]>);
@@ -86,39 +83,9 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Map<V> {
                 f.write_str("a map")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Map<V>, A::Error> {
-                let mut entries: Vec<(Str, V)> = match access.size_hint() {
-                    // A deserializer that knows the length (protobuf) sizes the entries
-                    // exactly; the bound keeps a hint from allocating what the input cannot
-                    // hold.
-                    Some(n) => Vec::with_capacity(n.min(1024)),
-                    // JSON gives no length: the first entries gather on the stack, so a
-                    // map of a few (most labels, annotations, `data`) is allocated once, at
-                    // its size, instead of grown and then shrunk.
-                    None => {
-                        let mut head: [Option<(Str, V)>; STACK_ENTRIES] = std::array::from_fn(|_| None);
-                        let mut len = 0;
-                        loop {
-                            let Some((k, v)) = access.next_entry::<Str, V>()? else {
-                                let mut exact = Vec::with_capacity(len);
-                                exact.extend(head.into_iter().flatten());
-                                return Ok(Map(exact.into_boxed_slice()));
-                            };
-                            match head[..len].iter_mut().flatten().find(|(old, _)| *old == k) {
-                                Some(slot) => slot.1 = v,
-                                None if len < STACK_ENTRIES => {
-                                    head[len] = Some((k, v));
-                                    len += 1;
-                                }
-                                None => {
-                                    let mut spilled = Vec::with_capacity(2 * STACK_ENTRIES);
-                                    spilled.extend(head.into_iter().flatten());
-                                    spilled.push((k, v));
-                                    break spilled;
-                                }
-                            }
-                        }
-                    }
-                };
+                // A deserializer that knows the length (protobuf) sizes the entries exactly;
+                // the bound keeps a hint from allocating what the input cannot hold.
+                let mut entries: Vec<(Str, V)> = Vec::with_capacity(access.size_hint().unwrap_or(0).min(1024));
                 while let Some((k, v)) = access.next_entry::<Str, V>()? {
                     push_or_replace(&mut entries, k, v);
                 }
@@ -126,55 +93,5 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Map<V> {
             }
         }
         d.deserialize_map(MapVisitor(PhantomData))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn decode(json: &str) -> Vec<(String, String)> {
-        let map: Map<Str> = serde_json::from_str(json).unwrap();
-        map.iter().map(|(k, v)| (k.to_owned(), v.as_str().to_owned())).collect()
-    }
-
-    fn object(pairs: &[(String, String)]) -> String {
-        serde_json::to_string(&serde_json::Map::from_iter(pairs.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))))
-            .unwrap()
-    }
-
-    #[test]
-    fn decodes_in_order_below_at_and_above_the_stack_entries() {
-        for n in [0, 1, 2, STACK_ENTRIES - 1, STACK_ENTRIES, STACK_ENTRIES + 1, 3 * STACK_ENTRIES] {
-            let pairs: Vec<(String, String)> = (0..n).map(|i| (format!("k{i:02}"), format!("v{i}"))).collect();
-            assert_eq!(decode(&object(&pairs)), pairs, "{n} entries");
-        }
-    }
-
-    #[test]
-    fn a_repeated_key_keeps_its_place_and_takes_the_last_value() {
-        assert_eq!(decode(r#"{"a":"1","b":"2","a":"3"}"#), [("a".into(), "3".into()), ("b".into(), "2".into())]);
-        // Repeated after the stack is full, and repeated from the stack once spilled.
-        let mut json = String::from("{");
-        for i in 0..STACK_ENTRIES {
-            json.push_str(&format!(r#""k{i}":"{i}","#));
-        }
-        json.push_str(r#""k0":"again","extra":"x","k1":"late"}"#);
-        let got = decode(&json);
-        assert_eq!(got.len(), STACK_ENTRIES + 1);
-        assert_eq!(got[0], ("k0".into(), "again".into()));
-        assert_eq!(got[1], ("k1".into(), "late".into()));
-        assert_eq!(got[STACK_ENTRIES], ("extra".into(), "x".into()));
-    }
-
-    #[test]
-    fn a_bad_value_is_an_error() {
-        assert!(serde_json::from_str::<Map<Str>>(r#"{"a":"1","b":2}"#).is_err());
-        let mut json = String::from("{");
-        for i in 0..=STACK_ENTRIES {
-            json.push_str(&format!(r#""k{i}":"{i}","#));
-        }
-        json.push_str(r#""bad":[]}"#);
-        assert!(serde_json::from_str::<Map<Str>>(&json).is_err());
     }
 }
