@@ -122,7 +122,7 @@ impl LeanMeta {
     /// informer's transform instead.
     pub fn apply_object_meta_transform(&mut self, transform: impl FnOnce(&mut ObjectMeta)) {
         let m = &mut self.object_meta;
-        let to_btree = |lean: Map<Str>| -> BTreeMap<String, String> { lean.iter().map(|(k, v)| (k.to_owned(), v.as_str().to_owned())).collect() };
+        let to_btree = |lean: Map<Str>| Labels::Lean(&lean).to_btree_map();
         let from_btree = |set: BTreeMap<String, String>| -> Map<Str> { set.iter().map(|(k, v)| (Str::new(k), Str::new(v))).collect() };
         if let Some(lean) = self.labels.take() {
             m.labels = Some(to_btree(lean));
