@@ -17,11 +17,11 @@ const MAX_DECODE_THREADS: usize = 4;
 
 /// Fewest encoded bytes a decoding thread is given: below that, starting it costs more than
 /// it saves (≈0.3 ms of decoding a Pod's protobuf).
-const MIN_BYTES_PER_THREAD: usize = 32 << 10;
+pub(crate) const MIN_BYTES_PER_THREAD: usize = 32 << 10;
 
 /// Threads a decode may use: the cores this process may use, at most [`MAX_DECODE_THREADS`]
 /// (asked once: the answer reads cgroup files).
-fn decode_threads() -> usize {
+pub(crate) fn decode_threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DECODE_THREADS))
 }

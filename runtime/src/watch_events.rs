@@ -18,14 +18,21 @@
 //!   kind's table. Otherwise one non-blank line is one event.
 //! - An event inside one chunk is decoded in place; only one split across chunks is
 //!   gathered into a buffer first.
-//! - The whole events received so far (up to [`BATCH_BYTES`]) are decoded as one batch (on
-//!   several threads when they are many bytes, see `crate::parallel`) and yielded in wire
-//!   order; a batch's buffer is freed once yielded; the stream waits for the pump only when
-//!   it has no whole event left.
+//! - The whole events received so far (up to [`BATCH_BYTES`] ahead of the batches not yet
+//!   yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD` bytes is decoded
+//!   on a blocking thread, so the async worker stays free for the connection and the pump
+//!   while it decodes; at most `decode_threads()` batches decode at once, and the next one
+//!   gathers meanwhile. A smaller batch (a watch's single events) is decoded in place,
+//!   without a thread hand-over. Batches are yielded in wire order, each buffer freed once
+//!   yielded; the stream waits for the pump only when it has nothing decoded to yield and
+//!   no batch decoding.
+//! - A panic while decoding a batch is raised again where the stream is polled.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
 //!   does not decode yields [`Error::Decode`]. An unterminated last line that is cut short
 //!   is dropped, as kube does: the reflector watches again from its last resourceVersion.
 
+use std::collections::VecDeque;
+use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -42,15 +49,15 @@ use tokio::sync::mpsc;
 
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
-use crate::parallel::{concat, in_parts, threads_for};
+use crate::parallel::{MIN_BYTES_PER_THREAD, concat, decode_threads, in_parts};
 use crate::proto::{self, Message};
 
 /// Body chunks queued ahead of the decoding stream: ≈256 KB of small objects' 4 KB chunks;
 /// an event larger than that mostly comes as one chunk of its own.
 const CHUNKS_AHEAD: usize = 64;
 
-/// Bytes of events past which a batch is decoded without gathering more (hyper hands over
-/// chunks of up to ≈400 KB when the sender is ahead).
+/// Bytes of events gathered ahead of the batches past which no more chunks are taken until
+/// a batch is yielded (hyper hands over chunks of up to ≈400 KB when the sender is ahead).
 const BATCH_BYTES: usize = 1 << 20;
 
 /// Asks for protobuf first and JSON second (what a server that has no protobuf for the
@@ -148,21 +155,22 @@ async fn pump(mut body: Body, chunks: mpsc::Sender<Result<Bytes, Error>>) {
 }
 
 /// How a watch body is cut into events, and how they are decoded.
-trait Framing: Unpin {
+trait Framing: Unpin + Copy + Send + 'static {
     /// The first whole event in `buf`: the range of its encoding and the bytes it takes;
     /// `None` when `buf` holds only the start of one.
     fn split(buf: &[u8]) -> Option<(Range<usize>, usize)>;
     /// How many bytes of `rest` complete the event whose start is `partial`; `None` when it
     /// takes all of `rest` and more.
     fn completing(partial: &[u8], rest: &[u8]) -> Option<usize>;
-    /// The events encoded in `events`, in order (a blank line is none), decoded on several
-    /// threads when they are many bytes.
-    fn decode<T: DeserializeOwned + Send>(&self, events: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>>;
+    /// The events encoded in `events`, in order (a blank line is none), decoded on up to
+    /// `threads` threads (see `crate::parallel`).
+    fn decode<T: DeserializeOwned + Send>(&self, events: &[Bytes], threads: usize) -> Vec<Result<WatchEvent<T>, Error>>;
     /// The event the bytes left at the body's end hold, if they are not one cut short.
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>>;
 }
 
 /// Newline-delimited JSON events.
+#[derive(Clone, Copy)]
 struct Lines;
 
 impl Framing for Lines {
@@ -174,8 +182,8 @@ impl Framing for Lines {
         memchr::memchr(b'\n', rest).map(|i| i + 1)
     }
 
-    fn decode<T: DeserializeOwned + Send>(&self, lines: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
-        let parts = in_parts(lines, threads_for(lines), |_, lines| {
+    fn decode<T: DeserializeOwned + Send>(&self, lines: &[Bytes], threads: usize) -> Vec<Result<WatchEvent<T>, Error>> {
+        let parts = in_parts(lines, threads, |_, lines| {
             lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))).collect::<Vec<_>>()
         });
         concat(parts)
@@ -190,6 +198,7 @@ impl Framing for Lines {
 }
 
 /// Length-prefixed protobuf frames whose objects are `.0` messages.
+#[derive(Clone, Copy)]
 struct Frames(&'static Message);
 
 impl Framing for Frames {
@@ -207,8 +216,8 @@ impl Framing for Frames {
         (missing <= rest.len()).then_some(missing)
     }
 
-    fn decode<T: DeserializeOwned + Send>(&self, frames: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
-        let events = proto::decode_watch_events::<T, _>(self.0, frames);
+    fn decode<T: DeserializeOwned + Send>(&self, frames: &[Bytes], threads: usize) -> Vec<Result<WatchEvent<T>, Error>> {
+        let events = proto::decode_watch_events_on::<T, _>(self.0, frames, threads);
         events.into_iter().map(|e| e.map_err(|e| Error::Decode(e.to_string()))).collect()
     }
 
@@ -219,8 +228,22 @@ impl Framing for Frames {
     }
 }
 
+/// Decoded events, in wire order; the body's error, if any, last.
+type Decoded<T> = Vec<Result<WatchEvent<T>, Error>>;
+
+/// A batch of events, in wire order among the others.
+enum Batch<T> {
+    /// Decoding on a blocking thread.
+    Decoding(tokio::task::JoinHandle<Decoded<T>>),
+    /// Decoded here, or the body's error or end in its place.
+    Done(Decoded<T>),
+}
+
 /// The events of a watch body, from its queued chunks. The whole events received so far are
-/// decoded together, in order; it waits for a chunk only when no whole event is left.
+/// gathered into batches; a batch of many bytes is decoded on a blocking thread (up to
+/// [`decode_threads`] of them at once) while the next one gathers, a small one right here;
+/// batches are yielded in wire order. It waits for a chunk only when it has nothing decoded
+/// to yield and no batch decoding.
 struct WatchBody<T, F> {
     received: mpsc::Receiver<Result<Bytes, Error>>,
     framing: F,
@@ -229,33 +252,48 @@ struct WatchBody<T, F> {
     at: usize,
     /// The start of an event whose end is in a later chunk.
     partial: Vec<u8>,
-    /// The batch of events decoded and not yet yielded, in wire order; the body's error, if
-    /// any, last. Its buffer is freed once it is yielded (a large batch is not kept).
+    /// Whole events taken from the chunks and not yet in a batch, and their bytes.
+    gathered: Vec<Bytes>,
+    gathered_bytes: usize,
+    /// Batches not yet yielded, in wire order.
+    batches: VecDeque<Batch<T>>,
+    /// The batch being yielded. Its buffer is freed once it is yielded (a large batch is
+    /// not kept).
     decoded: std::vec::IntoIter<Result<WatchEvent<T>, Error>>,
     /// Nothing more comes from `received`.
     ended: bool,
 }
 
-// Nothing in it is pinned: events are moved out of `decoded` as they are yielded.
+// Nothing in it is pinned: events are moved out of `decoded` as they are yielded, and a
+// `JoinHandle` is `Unpin`.
 impl<T, F: Framing> Unpin for WatchBody<T, F> {}
 
 impl<T, F: Framing> WatchBody<T, F> {
     fn new(received: mpsc::Receiver<Result<Bytes, Error>>, framing: F) -> Self {
-        WatchBody { received, framing, chunk: Bytes::new(), at: 0, partial: Vec::new(), decoded: Vec::new().into_iter(), ended: false }
+        WatchBody {
+            received,
+            framing,
+            chunk: Bytes::new(),
+            at: 0,
+            partial: Vec::new(),
+            gathered: Vec::new(),
+            gathered_bytes: 0,
+            batches: VecDeque::new(),
+            decoded: Vec::new().into_iter(),
+            ended: false,
+        }
     }
 
-    /// Moves the whole events left in `chunk` (completing `partial` first) to `events`, and
-    /// the start of one cut at the chunk's end to `partial`. An event inside the chunk is
-    /// not copied; only one split across chunks is gathered. Returns the bytes of the events
-    /// it moved.
-    fn take_events(&mut self, events: &mut Vec<Bytes>) -> usize {
-        let mut taken = 0;
+    /// Moves the whole events left in `chunk` (completing `partial` first) to `gathered`,
+    /// and the start of one cut at the chunk's end to `partial`. An event inside the chunk
+    /// is not copied; only one split across chunks is gathered.
+    fn take_events(&mut self) {
         while self.at < self.chunk.len() {
             let rest = &self.chunk[self.at..];
             if self.partial.is_empty() {
                 if let Some((range, used)) = F::split(rest) {
-                    taken += range.len();
-                    events.push(self.chunk.slice(self.at + range.start..self.at + range.end));
+                    self.gathered_bytes += range.len();
+                    self.gathered.push(self.chunk.slice(self.at + range.start..self.at + range.end));
                     self.at += used;
                     continue;
                 }
@@ -264,19 +302,41 @@ impl<T, F: Framing> WatchBody<T, F> {
                 self.at += used;
                 let whole = Bytes::from(std::mem::take(&mut self.partial));
                 if let Some((range, _)) = F::split(&whole) {
-                    taken += range.len();
-                    events.push(whole.slice(range));
+                    self.gathered_bytes += range.len();
+                    self.gathered.push(whole.slice(range));
                 }
                 continue;
             }
             self.partial.extend_from_slice(rest);
             self.at = self.chunk.len();
         }
-        taken
+    }
+
+    /// Batches decoding on blocking threads.
+    fn decoding(&self) -> usize {
+        self.batches.iter().filter(|b| matches!(b, Batch::Decoding(_))).count()
     }
 }
 
-impl<T: DeserializeOwned + Send, F: Framing> Stream for WatchBody<T, F> {
+impl<T: DeserializeOwned + Send + 'static, F: Framing> WatchBody<T, F> {
+    /// Makes the gathered events a batch: decoded on a blocking thread when they are many
+    /// bytes, here otherwise.
+    fn start_batch(&mut self) {
+        if self.gathered.is_empty() {
+            return;
+        }
+        let events = std::mem::take(&mut self.gathered);
+        let offload = std::mem::take(&mut self.gathered_bytes) >= MIN_BYTES_PER_THREAD;
+        let framing = self.framing;
+        self.batches.push_back(if offload {
+            Batch::Decoding(tokio::task::spawn_blocking(move || framing.decode::<T>(&events, 1)))
+        } else {
+            Batch::Done(framing.decode::<T>(&events, 1))
+        });
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F> {
     type Item = Result<WatchEvent<T>, Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -286,47 +346,45 @@ impl<T: DeserializeOwned + Send, F: Framing> Stream for WatchBody<T, F> {
                 return Poll::Ready(Some(event));
             }
             this.decoded = Vec::new().into_iter();
-            if this.ended {
-                return Poll::Ready(None);
-            }
-            // Gather the whole events received so far, waiting only while there is none; at
-            // most a queue's worth of chunks or [`BATCH_BYTES`], so a fast sender cannot keep
-            // the batch open and the events reach the store while the next batch decodes.
-            let mut events: Vec<Bytes> = Vec::new();
-            let mut gathered = 0;
-            let mut failed = None;
-            let mut last = None;
-            for _ in 0..CHUNKS_AHEAD {
-                gathered += this.take_events(&mut events);
-                if gathered >= BATCH_BYTES {
-                    break;
-                }
-                let next = if events.is_empty() {
-                    ready!(this.received.poll_recv(cx))
-                } else {
-                    match this.received.poll_recv(cx) {
-                        Poll::Ready(next) => next,
-                        Poll::Pending => break,
+            // Take the chunks queued so far (at most [`BATCH_BYTES`] of events ahead of the
+            // batches), starting a batch whenever a blocking thread is free for it.
+            while !this.ended && this.gathered_bytes < BATCH_BYTES {
+                match this.received.poll_recv(cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(Some(Ok(chunk))) => {
+                        (this.chunk, this.at) = (chunk, 0);
+                        this.take_events();
                     }
-                };
-                match next {
-                    Some(Ok(chunk)) => (this.chunk, this.at) = (chunk, 0),
-                    Some(Err(e)) => {
-                        (this.ended, failed) = (true, Some(e));
-                        break;
-                    }
-                    None => {
+                    Poll::Ready(Some(Err(e))) => {
+                        this.start_batch();
+                        this.batches.push_back(Batch::Done(vec![Err(e)]));
                         this.ended = true;
-                        last = Some(std::mem::take(&mut this.partial));
-                        break;
+                    }
+                    Poll::Ready(None) => {
+                        this.start_batch();
+                        let rest = std::mem::take(&mut this.partial);
+                        this.batches.push_back(Batch::Done(this.framing.last::<T>(&rest).into_iter().collect()));
+                        this.ended = true;
                     }
                 }
             }
-            this.take_events(&mut events);
-            let mut batch = this.framing.decode::<T>(&events);
-            batch.extend(last.and_then(|rest| this.framing.last::<T>(&rest)));
-            batch.extend(failed.map(Err));
-            this.decoded = batch.into_iter();
+            if this.decoding() < decode_threads() {
+                this.start_batch();
+            }
+            match this.batches.front_mut() {
+                None if this.ended => return Poll::Ready(None),
+                // Nothing gathered (a batch would have started): `received` is polled.
+                None => return Poll::Pending,
+                Some(Batch::Done(events)) => this.decoded = std::mem::take(events).into_iter(),
+                Some(Batch::Decoding(decoding)) => {
+                    this.decoded = match ready!(Pin::new(decoding).poll(cx)) {
+                        Ok(events) => events.into_iter(),
+                        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                        Err(e) => vec![Err(Error::Decode(format!("decoding watch events: {e}")))].into_iter(),
+                    };
+                }
+            }
+            this.batches.pop_front();
         }
     }
 }
@@ -430,6 +488,61 @@ mod tests {
                 _ => assert_eq!(name(event), format!("cm-{i}")),
             }
         }
+    }
+
+    /// ≈2 MB of events arriving over time in 16 KB chunks: many batches, several decoding on
+    /// blocking threads at once while the next gather, some decoded in place. They come out
+    /// in wire order, none lost or repeated.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn batches_decoding_at_once_are_yielded_in_wire_order() {
+        let data = "y".repeat(900);
+        let text: String = (0..2000)
+            .map(|i| format!("{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"name\":\"cm-{i}\"}},\"data\":{{\"d\":\"{data}\"}}}}}}\n"))
+            .collect();
+        let (tx, rx) = mpsc::channel(CHUNKS_AHEAD);
+        let sender = tokio::spawn(async move {
+            for (n, chunk) in text.as_bytes().chunks(16 << 10).enumerate() {
+                tx.send(Ok(Bytes::copy_from_slice(chunk))).await.unwrap();
+                if n % 8 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        let got: Vec<_> = WatchBody::<ConfigMap, _>::new(rx, Lines).collect().await;
+        sender.await.unwrap();
+        let names: Vec<String> = got.iter().map(name).collect();
+        let want: Vec<String> = (0..2000).map(|i| format!("cm-{i}")).collect();
+        assert_eq!(names, want);
+    }
+
+    /// An object whose decoding panics when its name is `boom`.
+    #[derive(Debug, Clone)]
+    struct Boom;
+
+    impl<'de> serde::Deserialize<'de> for Boom {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let v = serde_json::Value::deserialize(d)?;
+            assert_ne!(v["metadata"]["name"], "boom", "decoded boom");
+            Ok(Boom)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panic_decoding_a_batch_on_a_blocking_thread_is_raised_where_the_stream_is_polled() {
+        use futures::FutureExt;
+        let data = "z".repeat(1000);
+        let mut text: String = (0..64)
+            .map(|i| format!("{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"name\":\"cm-{i}\"}},\"data\":{{\"d\":\"{data}\"}}}}}}\n"))
+            .collect();
+        text.push_str("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"boom\"}}}\n");
+        assert!(text.len() >= MIN_BYTES_PER_THREAD, "one batch decoded on a blocking thread");
+        let (tx, rx) = mpsc::channel(1);
+        tx.send(Ok(Bytes::from(text))).await.unwrap();
+        drop(tx);
+        let collected = std::panic::AssertUnwindSafe(WatchBody::<Boom, _>::new(rx, Lines).collect::<Vec<_>>()).catch_unwind().await;
+        let panic = collected.expect_err("the decoding thread's panic reaches the stream's caller");
+        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(message.contains("decoded boom"), "{message}");
     }
 
     /// A watch served over a real socket: the pump gives the connection up as soon as the
