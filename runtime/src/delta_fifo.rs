@@ -151,6 +151,29 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         self.notify.notify_one();
     }
 
+    fn replace_finish_from_empty(&self, unlisted: &KeySet) {
+        let mut st = self.state.lock();
+        let mut tombstones: Vec<(ObjectKey, Arc<K>)> = Vec::new();
+        for key in unlisted {
+            match st.items.get(key).and_then(|deltas| deltas.last()) {
+                Some(last) if last.kind == DeltaType::Deleted => {}
+                Some(last) => tombstones.push((key.clone(), last.object.object().clone())),
+                None => tombstones.extend(self.known.get(key.as_str()).map(|obj| (key.clone(), obj))),
+            }
+        }
+        for (key, obj) in tombstones {
+            self.push(&mut st, Delta::tombstone(key, obj));
+        }
+        let queued = st.order.len();
+        st.population.populate(queued);
+        self.notify.notify_one();
+    }
+
+    fn knows_nothing(&self) -> bool {
+        let st = self.state.lock();
+        st.items.is_empty() && self.known.is_empty()
+    }
+
     fn resync(&self) {
         let mut st = self.state.lock();
         for (key, obj) in self.known.entries() {

@@ -102,6 +102,12 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
     fn replace_finish(&self, seen: &crate::KeySet) {
         delegate!(self, q => q.replace_finish(seen))
     }
+    fn replace_finish_from_empty(&self, unlisted: &crate::KeySet) {
+        delegate!(self, q => q.replace_finish_from_empty(unlisted))
+    }
+    fn knows_nothing(&self) -> bool {
+        delegate!(self, q => q.knows_nothing())
+    }
     fn resync(&self) {
         delegate!(self, q => q.resync())
     }

@@ -8,7 +8,10 @@
 //! A relist is written incrementally: [`Queue::replace_items`] for each page, or each batch
 //! of WatchList objects, as they arrive (or [`Queue::replace_item`] one by one), then
 //! [`Queue::replace_finish`] with the set of keys seen. No second copy of the listed objects
-//! is ever buffered; only their keys are (and a batch's references until it is queued).
+//! is ever buffered; only their keys are (and a batch's references until it is queued). A
+//! relist that begins when the queue and the store are empty (an informer's first sync:
+//! [`Queue::knows_nothing`]) keeps not even those: it ends with
+//! [`Queue::replace_finish_from_empty`] and the few keys it queued and then saw deleted.
 //!
 //! Invariants of every implementation:
 //! - `has_synced` is false until the first `replace_finish` (or a direct add/update/delete)
@@ -17,6 +20,9 @@
 //! - After `replace_finish(seen)`, the state obtained by applying every queued delta to the
 //!   store holds exactly the keys in `seen`: each other key the store or the queue knew of
 //!   gets a `Deleted` tombstone carrying its last known object.
+//! - `replace_finish_from_empty(unlisted)` after a relist that began when `knows_nothing`
+//!   was true is `replace_finish` with every key that relist queued except `unlisted`:
+//!   each key in `unlisted` whose last known state is present gets that tombstone.
 //! - `close` wakes every pending pop; every pop after it returns `None` at once, and
 //!   what was still queued is dropped.
 
@@ -54,6 +60,15 @@ pub trait Queue<K>: Send + Sync {
     /// Ends a relist: every key known to the store or the queue and not in `seen` gets a
     /// tombstone.
     fn replace_finish(&self, seen: &KeySet);
+    /// Ends a relist that began when [`Queue::knows_nothing`] was true, so every key known
+    /// now was queued by it: each key of `unlisted` (queued, then deleted before the relist
+    /// ended, and not queued again) gets a tombstone unless its last queued delta is already
+    /// a deletion or it is nowhere. The same as `replace_finish` with every key the relist
+    /// queued except `unlisted`, without a set of all of them.
+    fn replace_finish_from_empty(&self, unlisted: &KeySet);
+    /// True when nothing is queued and nothing is stored: a relist beginning now may end
+    /// with [`Queue::replace_finish_from_empty`].
+    fn knows_nothing(&self) -> bool;
     /// Queues a `Sync` delta for every stored object with no pending delta.
     fn resync(&self);
     /// Pops the next batch, waiting for one, and runs `apply` on it while the queue is

@@ -105,6 +105,34 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
         self.notify.notify_one();
     }
 
+    fn replace_finish_from_empty(&self, unlisted: &KeySet) {
+        let mut st = self.state.lock();
+        if !unlisted.is_empty() {
+            let mut last: FastMap<&ObjectKey, &Delta<K>> = FastMap::default();
+            for d in st.items.iter().filter(|d| unlisted.contains(&d.key)) {
+                last.insert(&d.key, d);
+            }
+            let mut tombstones: Vec<Delta<K>> = Vec::new();
+            for key in unlisted {
+                match last.get(key) {
+                    Some(d) if d.kind == DeltaType::Deleted => {}
+                    Some(d) => tombstones.push(Delta::tombstone(key.clone(), d.object.object().clone())),
+                    None => tombstones.extend(self.known.get(key.as_str()).map(|obj| Delta::tombstone(key.clone(), obj))),
+                }
+            }
+            drop(last);
+            st.items.extend(tombstones);
+        }
+        let queued = st.items.len();
+        st.population.populate(queued);
+        self.notify.notify_one();
+    }
+
+    fn knows_nothing(&self) -> bool {
+        let st = self.state.lock();
+        st.items.is_empty() && self.known.is_empty()
+    }
+
     fn resync(&self) {
         let mut st = self.state.lock();
         let pending: KeySet = st.items.iter().map(|d| d.key.clone()).collect();

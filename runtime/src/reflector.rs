@@ -347,6 +347,9 @@ where
         let mut rv = self.relist_resource_version();
         let page_limit = (self.config.page_size > 0).then_some(self.config.page_size);
         'attempt: loop {
+            // Listed keys are kept only when something was queued or stored before: on a
+            // first sync the queue knows them all (see `Queue::replace_finish_from_empty`).
+            let mut from_empty = self.queue.knows_nothing();
             let mut seen = KeySet::default();
             let mut opts = ListOptions {
                 label_selector: self.config.label_selector.clone(),
@@ -364,6 +367,8 @@ where
                         tracing::info!("continue token expired; listing without pages");
                         opts.continue_token = None;
                         opts.limit = None;
+                        // The pages queued so far may name keys this list will not.
+                        from_empty = false;
                         seen.clear();
                         continue;
                     }
@@ -378,7 +383,9 @@ where
                 let mut batch = Vec::with_capacity(page.items.len());
                 for obj in page.items {
                     if let Some((key, obj)) = self.prepare(obj) {
-                        seen.insert(key.clone());
+                        if !from_empty {
+                            seen.insert(key.clone());
+                        }
                         batch.push((key, obj));
                     }
                 }
@@ -386,7 +393,11 @@ where
                 match page.continue_token {
                     Some(token) => opts.continue_token = Some(token),
                     None => {
-                        self.queue.replace_finish(&seen);
+                        if from_empty {
+                            self.queue.replace_finish_from_empty(&KeySet::default());
+                        } else {
+                            self.queue.replace_finish(&seen);
+                        }
                         self.state.set_rv(&page.resource_version);
                         self.rv_unavailable = false;
                         return Ok(());
@@ -409,17 +420,26 @@ where
             send_initial_events: true,
             timeout_seconds: Some(timeout),
         };
+        // Listed keys are kept only when something was queued or stored before; on a first
+        // sync only those deleted during the initial events are (`unlisted`).
+        let from_empty = self.queue.knows_nothing();
         let mut stream = self.lw.watch(&opts).await?;
-        let deadline = tokio::time::Instant::now() + self.config.initial_events_timeout;
-        let mut seen = KeySet::default();
+        // One timer for the whole stream (not one per event), polled after the stream.
+        let deadline = tokio::time::sleep(self.config.initial_events_timeout);
+        tokio::pin!(deadline);
+        let (mut seen, mut unlisted) = (KeySet::default(), KeySet::default());
         let mut batch: Vec<(ObjectKey, Arc<K>)> = Vec::new();
         loop {
-            let next = tokio::time::timeout_at(deadline, stream.next()).await.map_err(|_| {
-                Error::Protocol(format!(
-                    "no {INITIAL_EVENTS_END_ANNOTATION} bookmark within {:?}",
-                    self.config.initial_events_timeout
-                ))
-            })?;
+            let next = tokio::select! {
+                biased;
+                next = stream.next() => next,
+                () = &mut deadline => {
+                    return Err(Error::Protocol(format!(
+                        "no {INITIAL_EVENTS_END_ANNOTATION} bookmark within {:?}",
+                        self.config.initial_events_timeout
+                    )));
+                }
+            };
             match next {
                 None => {
                     return Err(Error::Protocol(format!(
@@ -429,7 +449,11 @@ where
                 Some(Err(e)) => return Err(e),
                 Some(Ok(WatchEvent::Added(obj))) | Some(Ok(WatchEvent::Modified(obj))) => {
                     if let Some((key, obj)) = self.prepare(obj) {
-                        seen.insert(key.clone());
+                        if !from_empty {
+                            seen.insert(key.clone());
+                        } else if !unlisted.is_empty() {
+                            unlisted.remove(&key);
+                        }
                         batch.push((key, obj));
                         if batch.len() == REPLACE_BATCH {
                             self.queue.replace_items(std::mem::take(&mut batch));
@@ -438,14 +462,22 @@ where
                 }
                 Some(Ok(WatchEvent::Deleted(obj))) => {
                     if let Some(key) = ObjectKey::of(&obj) {
-                        seen.remove(&key);
+                        if from_empty {
+                            unlisted.insert(key);
+                        } else {
+                            seen.remove(&key);
+                        }
                     }
                 }
                 Some(Ok(WatchEvent::Bookmark(b))) => {
                     let end = b.metadata.annotations.get(INITIAL_EVENTS_END_ANNOTATION).is_some_and(|v| v == "true");
                     if end {
                         self.queue.replace_items(std::mem::take(&mut batch));
-                        self.queue.replace_finish(&seen);
+                        if from_empty {
+                            self.queue.replace_finish_from_empty(&unlisted);
+                        } else {
+                            self.queue.replace_finish(&seen);
+                        }
                         self.state.set_rv(&b.metadata.resource_version);
                         self.rv_unavailable = false;
                         return Ok(stream);

@@ -244,6 +244,54 @@ async fn watch_list_without_end_bookmark_does_not_hang() {
     inf.shutdown().await;
 }
 
+/// Objects deleted during WatchList's initial events, before the end bookmark, leave the
+/// first sync as tombstones, in either queue (the first sync keeps only the keys it saw
+/// deleted, not every key it listed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_deleted_during_the_initial_events_of_a_first_sync_are_tombstoned() {
+    use kube_core::watch::{Bookmark, BookmarkMeta};
+    use kube_core::{TypeMeta, WatchEvent};
+    for queue_mode in [QueueMode::InOrder, QueueMode::DeltaFifo] {
+        let server = FakeApiServer::new();
+        for name in ["a", "b", "c"] {
+            server.create(cm("ns", name, &[]));
+        }
+        server.set_initial_events_end(false);
+        let mut opts = options(WatchListMode::Auto, queue_mode);
+        opts.reflector.initial_events_timeout = Duration::from_secs(30);
+        let inf = SharedIndexInformer::new(server.clone(), opts);
+        let rec = Recorder::default();
+        inf.add_event_handler(rec.clone()).unwrap();
+        inf.start().unwrap();
+        eventually(10, "the WatchList stream is open", || server.open_watches() == 1).await;
+        let gone = |name: &str, rv: &str| {
+            let mut o = cm("ns", name, &[]);
+            o.metadata.resource_version = Some(rv.into());
+            o
+        };
+        // a goes; c goes and comes back; x was never listed.
+        server.inject(WatchEvent::Deleted(gone("a", "100")));
+        server.inject(WatchEvent::Deleted(gone("c", "101")));
+        server.inject(WatchEvent::Added(gone("c", "102")));
+        server.inject(WatchEvent::Deleted(gone("x", "103")));
+        let mut annotations = BTreeMap::new();
+        annotations.insert(informer_runtime::INITIAL_EVENTS_END_ANNOTATION.to_string(), "true".to_string());
+        server.inject(WatchEvent::Bookmark(Bookmark {
+            types: TypeMeta::default(),
+            metadata: BookmarkMeta { resource_version: "103".into(), annotations },
+        }));
+        tokio::time::timeout(Duration::from_secs(10), inf.wait_for_sync()).await.expect("synced at the end bookmark");
+        let keys: Vec<String> = inf.indexer().list_keys().iter().map(|k| k.to_string()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        assert_eq!(keys, ["ns/b", "ns/c"], "{queue_mode:?}");
+        assert_eq!(cache_versions(&inf)["ns/c"], "102", "{queue_mode:?}");
+        assert!(server.list_calls().is_empty(), "{queue_mode:?}: synced by WatchList, not the list fallback");
+        eventually(5, "a's tombstone handled", || rec.count("DELETE ns/a") == 1).await;
+        assert_eq!(rec.count("DELETE ns/c"), 0, "{queue_mode:?}: c is back");
+        assert_eq!(rec.count("DELETE ns/x"), 0, "{queue_mode:?}: x was never known");
+        inf.shutdown().await;
+    }
+}
+
 /// The silence limit of an open watch (2 × min_watch_timeout + 30 s = 32 s here): a watch
 /// that keeps talking is kept, one silent for longer is given up and opened again.
 #[tokio::test(start_paused = true)]

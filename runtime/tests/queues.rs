@@ -221,3 +221,68 @@ async fn replace_items_wakes_a_waiting_pop() {
     check(Arc::new(InOrderFifo::new(Arc::new(Indexer::new())))).await;
     check(Arc::new(DeltaFifo::new(Arc::new(Indexer::new())))).await;
 }
+
+/// A first relist on a fresh queue, partly popped into the store and ended one way or the
+/// other; returns everything popped after it ended, sorted, with its objects' versions.
+async fn first_relist<Q: Queue<ConfigMap>>(q: Q, store: Arc<Indexer<ConfigMap>>, from_empty: bool) -> Vec<(String, DeltaType, bool, String)> {
+    assert!(q.knows_nothing(), "a fresh queue over an empty store knows nothing");
+    q.replace_items(["a", "b", "c", "d"].iter().map(|n| (ObjectKey::new(Some("ns"), n), arc("ns", n, "1"))).collect());
+    // The informer applies the first two while the relist goes on.
+    for _ in 0..2 {
+        q.pop(|p| {
+            for d in p.deltas {
+                store.upsert(d.key.clone(), d.object.object().clone());
+            }
+        })
+        .await
+        .unwrap();
+    }
+    assert!(!q.knows_nothing(), "queued and stored keys are known");
+    q.delete(arc("ns", "d", "2"));
+    // a (stored), c (queued), d (queued, deleted last) and z (never seen) went away
+    // before the relist ended; b was listed.
+    if from_empty {
+        q.replace_finish_from_empty(&seen(&["ns/a", "ns/c", "ns/d", "ns/z"]));
+    } else {
+        q.replace_finish(&seen(&["ns/b"]));
+    }
+    let mut all = Vec::new();
+    while !q.is_empty() {
+        for d in pop(&q).await.deltas {
+            let rv = d.object.object().metadata.resource_version.clone().unwrap_or_default();
+            all.push((d.key.to_string(), d.kind, d.is_tombstone(), rv));
+        }
+    }
+    assert!(q.has_synced());
+    all.sort_by_key(|d| format!("{d:?}"));
+    all
+}
+
+#[tokio::test]
+async fn a_relist_from_empty_ends_as_one_with_every_key_it_saw() {
+    let in_order = |from_empty| {
+        let store = Arc::new(Indexer::new());
+        first_relist(InOrderFifo::new(store.clone()), store, from_empty)
+    };
+    let (full, from_empty) = (in_order(false).await, in_order(true).await);
+    assert_eq!(from_empty, full);
+    let tombstones: Vec<_> = full.iter().filter(|d| d.2).map(|d| (d.0.as_str(), d.3.as_str())).collect();
+    assert_eq!(tombstones, [("ns/a", "1"), ("ns/c", "1")], "a from the store, c from the queue; d is deleted already");
+    let delta = |from_empty| {
+        let store = Arc::new(Indexer::new());
+        first_relist(DeltaFifo::new(store.clone()), store, from_empty)
+    };
+    let (full, from_empty) = (delta(false).await, delta(true).await);
+    assert_eq!(from_empty, full);
+    assert_eq!(full.iter().filter(|d| d.2).map(|d| d.0.as_str()).collect::<Vec<_>>(), ["ns/a", "ns/c"]);
+}
+
+#[tokio::test]
+async fn an_empty_first_relist_from_empty_is_synced_at_once() {
+    let q = InOrderFifo::new(Arc::new(Indexer::<ConfigMap>::new()));
+    q.replace_finish_from_empty(&KeySet::default());
+    assert!(q.has_synced());
+    let q = DeltaFifo::new(Arc::new(Indexer::<ConfigMap>::new()));
+    q.replace_finish_from_empty(&KeySet::default());
+    assert!(q.has_synced());
+}
