@@ -49,7 +49,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
-use crate::parallel::{MIN_BYTES_PER_THREAD, concat, decode_threads, in_parts};
+use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads};
 use crate::proto::{self, Message};
 
 /// Body chunks queued ahead of the decoding stream: ≈256 KB of small objects' 4 KB chunks;
@@ -162,9 +162,9 @@ trait Framing: Unpin + Copy + Send + 'static {
     /// How many bytes of `rest` complete the event whose start is `partial`; `None` when it
     /// takes all of `rest` and more.
     fn completing(partial: &[u8], rest: &[u8]) -> Option<usize>;
-    /// The events encoded in `events`, in order (a blank line is none), decoded on up to
-    /// `threads` threads (see `crate::parallel`).
-    fn decode<T: DeserializeOwned + Send>(&self, events: &[Bytes], threads: usize) -> Vec<Result<WatchEvent<T>, Error>>;
+    /// The events encoded in `events`, in order (a blank line is none), decoded on the
+    /// calling thread.
+    fn decode<T: DeserializeOwned>(&self, events: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>>;
     /// The event the bytes left at the body's end hold, if they are not one cut short.
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>>;
 }
@@ -182,11 +182,8 @@ impl Framing for Lines {
         memchr::memchr(b'\n', rest).map(|i| i + 1)
     }
 
-    fn decode<T: DeserializeOwned + Send>(&self, lines: &[Bytes], threads: usize) -> Vec<Result<WatchEvent<T>, Error>> {
-        let parts = in_parts(lines, threads, |_, lines| {
-            lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))).collect::<Vec<_>>()
-        });
-        concat(parts)
+    fn decode<T: DeserializeOwned>(&self, lines: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
+        lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))).collect()
     }
 
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
@@ -216,9 +213,8 @@ impl Framing for Frames {
         (missing <= rest.len()).then_some(missing)
     }
 
-    fn decode<T: DeserializeOwned + Send>(&self, frames: &[Bytes], threads: usize) -> Vec<Result<WatchEvent<T>, Error>> {
-        let events = proto::decode_watch_events_on::<T, _>(self.0, frames, threads);
-        events.into_iter().map(|e| e.map_err(|e| Error::Decode(e.to_string()))).collect()
+    fn decode<T: DeserializeOwned>(&self, frames: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
+        frames.iter().map(|frame| proto::decode_watch_event(self.0, frame).map_err(|e| Error::Decode(e.to_string()))).collect()
     }
 
     /// Whole frames are all taken before: what is left is one cut short, dropped as a
@@ -329,9 +325,9 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> WatchBody<T, F> {
         let offload = std::mem::take(&mut self.gathered_bytes) >= MIN_BYTES_PER_THREAD;
         let framing = self.framing;
         self.batches.push_back(if offload {
-            Batch::Decoding(tokio::task::spawn_blocking(move || framing.decode::<T>(&events, 1)))
+            Batch::Decoding(tokio::task::spawn_blocking(move || framing.decode::<T>(&events)))
         } else {
-            Batch::Done(framing.decode::<T>(&events, 1))
+            Batch::Done(framing.decode::<T>(&events))
         });
     }
 }

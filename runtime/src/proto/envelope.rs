@@ -119,7 +119,7 @@ where
 }
 
 /// [`decode_watch_events`] on `threads` threads.
-pub(crate) fn decode_watch_events_on<K, F>(message: &'static Message, frames: &[F], threads: usize) -> Vec<Result<WatchEvent<K>, ProtoError>>
+fn decode_watch_events_on<K, F>(message: &'static Message, frames: &[F], threads: usize) -> Vec<Result<WatchEvent<K>, ProtoError>>
 where
     K: DeserializeOwned + Send,
     F: AsRef<[u8]> + Sync,
