@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Popped, Population, Queue, key_or_warn};
+use crate::queue::{Popped, Population, Queue, key_or_warn, unlisted_survivor};
 
 struct State<K> {
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
@@ -155,11 +155,8 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         let mut st = self.state.lock();
         let mut tombstones: Vec<(ObjectKey, Arc<K>)> = Vec::new();
         for key in unlisted {
-            match st.items.get(key).and_then(|deltas| deltas.last()) {
-                Some(last) if last.kind == DeltaType::Deleted => {}
-                Some(last) => tombstones.push((key.clone(), last.object.object().clone())),
-                None => tombstones.extend(self.known.get(key.as_str()).map(|obj| (key.clone(), obj))),
-            }
+            let last = st.items.get(key).and_then(|deltas| deltas.last());
+            tombstones.extend(unlisted_survivor(key, last, &self.known).map(|obj| (key.clone(), obj)));
         }
         for (key, obj) in tombstones {
             self.push(&mut st, Delta::tombstone(key, obj));

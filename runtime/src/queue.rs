@@ -89,6 +89,17 @@ pub trait Queue<K>: Send + Sync {
     fn close(&self);
 }
 
+/// The object a tombstone for `key` carries at the end of a relist from empty, given the
+/// key's last queued delta: none when that delta is a deletion (or the key is nowhere), its
+/// object when it is another, the store's object when nothing is queued for it.
+pub(crate) fn unlisted_survivor<K>(key: &ObjectKey, last: Option<&crate::delta::Delta<K>>, known: &crate::indexer::Indexer<K>) -> Option<Arc<K>> {
+    match last {
+        Some(d) if d.kind == crate::delta::DeltaType::Deleted => None,
+        Some(d) => Some(d.object.object().clone()),
+        None => known.get(key.as_str()),
+    }
+}
+
 /// The key of an object about to be queued; `None`, logged, for one without `metadata.name`
 /// (which the queues drop).
 pub(crate) fn key_or_warn<K: kube_core::Resource>(obj: &K) -> Option<ObjectKey> {

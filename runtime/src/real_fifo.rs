@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Popped, Population, Queue, key_or_warn};
+use crate::queue::{Popped, Population, Queue, key_or_warn, unlisted_survivor};
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
@@ -114,11 +114,8 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
             }
             let mut tombstones: Vec<Delta<K>> = Vec::new();
             for key in unlisted {
-                match last.get(key) {
-                    Some(d) if d.kind == DeltaType::Deleted => {}
-                    Some(d) => tombstones.push(Delta::tombstone(key.clone(), d.object.object().clone())),
-                    None => tombstones.extend(self.known.get(key.as_str()).map(|obj| Delta::tombstone(key.clone(), obj))),
-                }
+                let survivor = unlisted_survivor(key, last.get(key).copied(), &self.known);
+                tombstones.extend(survivor.map(|obj| Delta::tombstone(key.clone(), obj)));
             }
             drop(last);
             st.items.extend(tombstones);

@@ -155,6 +155,57 @@ enum Round {
     Relist,
 }
 
+/// What a relist in progress has listed, for ending it.
+enum Listed {
+    /// Every key listed and not deleted since: for [`Queue::replace_finish`].
+    Keys(KeySet),
+    /// The relist began with the queue and the store empty, so the queue knows every key
+    /// it listed; only those deleted since and not listed again are kept, for
+    /// [`Queue::replace_finish_from_empty`] (a first sync keeps no set of all its keys).
+    FromEmpty(KeySet),
+}
+
+impl Listed {
+    fn begin<K>(queue: &impl Queue<K>) -> Self {
+        if queue.knows_nothing() {
+            Listed::FromEmpty(KeySet::default())
+        } else {
+            Listed::Keys(KeySet::default())
+        }
+    }
+
+    fn listed(&mut self, key: &ObjectKey) {
+        match self {
+            Listed::Keys(keys) => {
+                keys.insert(key.clone());
+            }
+            Listed::FromEmpty(unlisted) => {
+                if !unlisted.is_empty() {
+                    unlisted.remove(key);
+                }
+            }
+        }
+    }
+
+    fn deleted(&mut self, key: ObjectKey) {
+        match self {
+            Listed::Keys(keys) => {
+                keys.remove(&key);
+            }
+            Listed::FromEmpty(unlisted) => {
+                unlisted.insert(key);
+            }
+        }
+    }
+
+    fn finish<K>(&self, queue: &impl Queue<K>) {
+        match self {
+            Listed::Keys(keys) => queue.replace_finish(keys),
+            Listed::FromEmpty(unlisted) => queue.replace_finish_from_empty(unlisted),
+        }
+    }
+}
+
 impl<K, L, Q> Reflector<K, L, Q>
 where
     K: Resource + Send + Sync + 'static,
@@ -347,10 +398,7 @@ where
         let mut rv = self.relist_resource_version();
         let page_limit = (self.config.page_size > 0).then_some(self.config.page_size);
         'attempt: loop {
-            // Listed keys are kept only when something was queued or stored before: on a
-            // first sync the queue knows them all (see `Queue::replace_finish_from_empty`).
-            let mut from_empty = self.queue.knows_nothing();
-            let mut seen = KeySet::default();
+            let mut listed = Listed::begin(&*self.queue);
             let mut opts = ListOptions {
                 label_selector: self.config.label_selector.clone(),
                 field_selector: self.config.field_selector.clone(),
@@ -368,8 +416,7 @@ where
                         opts.continue_token = None;
                         opts.limit = None;
                         // The pages queued so far may name keys this list will not.
-                        from_empty = false;
-                        seen.clear();
+                        listed = Listed::Keys(KeySet::default());
                         continue;
                     }
                     Err(e) if (e.is_expired() || e.is_too_large_resource_version()) && !rv.is_empty() => {
@@ -383,9 +430,7 @@ where
                 let mut batch = Vec::with_capacity(page.items.len());
                 for obj in page.items {
                     if let Some((key, obj)) = self.prepare(obj) {
-                        if !from_empty {
-                            seen.insert(key.clone());
-                        }
+                        listed.listed(&key);
                         batch.push((key, obj));
                     }
                 }
@@ -393,11 +438,7 @@ where
                 match page.continue_token {
                     Some(token) => opts.continue_token = Some(token),
                     None => {
-                        if from_empty {
-                            self.queue.replace_finish_from_empty(&KeySet::default());
-                        } else {
-                            self.queue.replace_finish(&seen);
-                        }
+                        listed.finish(&*self.queue);
                         self.state.set_rv(&page.resource_version);
                         self.rv_unavailable = false;
                         return Ok(());
@@ -420,14 +461,11 @@ where
             send_initial_events: true,
             timeout_seconds: Some(timeout),
         };
-        // Listed keys are kept only when something was queued or stored before; on a first
-        // sync only those deleted during the initial events are (`unlisted`).
-        let from_empty = self.queue.knows_nothing();
+        let mut listed = Listed::begin(&*self.queue);
         let mut stream = self.lw.watch(&opts).await?;
         // One timer for the whole stream (not one per event), polled after the stream.
         let deadline = tokio::time::sleep(self.config.initial_events_timeout);
         tokio::pin!(deadline);
-        let (mut seen, mut unlisted) = (KeySet::default(), KeySet::default());
         let mut batch: Vec<(ObjectKey, Arc<K>)> = Vec::new();
         loop {
             let next = tokio::select! {
@@ -449,11 +487,7 @@ where
                 Some(Err(e)) => return Err(e),
                 Some(Ok(WatchEvent::Added(obj))) | Some(Ok(WatchEvent::Modified(obj))) => {
                     if let Some((key, obj)) = self.prepare(obj) {
-                        if !from_empty {
-                            seen.insert(key.clone());
-                        } else if !unlisted.is_empty() {
-                            unlisted.remove(&key);
-                        }
+                        listed.listed(&key);
                         batch.push((key, obj));
                         if batch.len() == REPLACE_BATCH {
                             self.queue.replace_items(std::mem::take(&mut batch));
@@ -462,22 +496,14 @@ where
                 }
                 Some(Ok(WatchEvent::Deleted(obj))) => {
                     if let Some(key) = ObjectKey::of(&obj) {
-                        if from_empty {
-                            unlisted.insert(key);
-                        } else {
-                            seen.remove(&key);
-                        }
+                        listed.deleted(key);
                     }
                 }
                 Some(Ok(WatchEvent::Bookmark(b))) => {
                     let end = b.metadata.annotations.get(INITIAL_EVENTS_END_ANNOTATION).is_some_and(|v| v == "true");
                     if end {
                         self.queue.replace_items(std::mem::take(&mut batch));
-                        if from_empty {
-                            self.queue.replace_finish_from_empty(&unlisted);
-                        } else {
-                            self.queue.replace_finish(&seen);
-                        }
+                        listed.finish(&*self.queue);
                         self.state.set_rv(&b.metadata.resource_version);
                         self.rv_unavailable = false;
                         return Ok(stream);
