@@ -15,13 +15,9 @@
 //!   the body ends and after the first body error (which the stream yields, then ends).
 //! - A protobuf response (asked for with [`accept_protobuf`], and sent with the protobuf
 //!   content type) is read as length-prefixed frames, one event each, decoded with the
-//!   kind's table. Otherwise one non-blank line is one event (read as a stream of JSON
-//!   values: an event spread over several lines, which no API server sends, also decodes).
+//!   kind's table. Otherwise one non-blank line is one event.
 //! - An event inside one chunk is decoded in place; only one split across chunks is
-//!   gathered into a buffer first. The whole lines of one chunk are decoded by one serde_json
-//!   stream deserializer, so its buffer for strings with escapes is reused from event to
-//!   event; a line that does not decode is an error in its place and the next line decodes
-//!   as if it were alone.
+//!   gathered into a buffer first.
 //! - The whole events received so far (up to [`BATCH_BYTES`] ahead of the batches not yet
 //!   yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD` bytes is decoded
 //!   on a blocking thread, so the async worker stays free for the connection and the pump
@@ -160,16 +156,15 @@ async fn pump(mut body: Body, chunks: mpsc::Sender<Result<Bytes, Error>>) {
 
 /// How a watch body is cut into events, and how they are decoded.
 trait Framing: Unpin + Copy + Send + 'static {
-    /// The whole events at the start of `buf` (one or more, as the framing decodes them
-    /// together): the range of their encoding and the bytes they take; `None` when `buf`
-    /// holds only the start of one.
+    /// The first whole event in `buf`: the range of its encoding and the bytes it takes;
+    /// `None` when `buf` holds only the start of one.
     fn split(buf: &[u8]) -> Option<(Range<usize>, usize)>;
     /// How many bytes of `rest` complete the event whose start is `partial`; `None` when it
     /// takes all of `rest` and more.
     fn completing(partial: &[u8], rest: &[u8]) -> Option<usize>;
-    /// The events encoded in `pieces` (each what `split` took), in order (a blank line is
-    /// none), decoded on the calling thread.
-    fn decode<T: DeserializeOwned>(&self, pieces: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>>;
+    /// The events encoded in `events`, in order (a blank line is none), decoded on the
+    /// calling thread.
+    fn decode<T: DeserializeOwned>(&self, events: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>>;
     /// The event the bytes left at the body's end hold, if they are not one cut short.
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>>;
 }
@@ -179,30 +174,16 @@ trait Framing: Unpin + Copy + Send + 'static {
 struct Lines;
 
 impl Framing for Lines {
-    /// All the whole lines in `buf`.
     fn split(buf: &[u8]) -> Option<(Range<usize>, usize)> {
-        memchr::memrchr(b'\n', buf).map(|i| (0..i, i + 1))
+        memchr::memchr(b'\n', buf).map(|i| (0..i, i + 1))
     }
 
     fn completing(_: &[u8], rest: &[u8]) -> Option<usize> {
         memchr::memchr(b'\n', rest).map(|i| i + 1)
     }
 
-    fn decode<T: DeserializeOwned>(&self, pieces: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
-        let bytes: usize = pieces.iter().map(Bytes::len).sum();
-        let mut events = Vec::new();
-        let mut decoded_bytes = 0;
-        for piece in pieces {
-            decode_lines(piece, &mut events);
-            decoded_bytes += piece.len();
-            // Room for the rest at the first piece's bytes per event (plus an eighth), so
-            // that a batch of a thousand events is not moved as its Vec doubles.
-            if events.capacity() == events.len() && !events.is_empty() && decoded_bytes < bytes {
-                let expected = (bytes as u128 * events.len() as u128 / decoded_bytes as u128) as usize;
-                events.reserve(expected + expected / 8 - events.len());
-            }
-        }
-        events
+    fn decode<T: DeserializeOwned>(&self, lines: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
+        lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))).collect()
     }
 
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
@@ -267,9 +248,6 @@ struct WatchBody<T, F> {
     at: usize,
     /// The start of an event whose end is in a later chunk.
     partial: Vec<u8>,
-    /// The length of the last event gathered in `partial`: room made for the next one at
-    /// its start, so that completing it does not move it.
-    partial_room: usize,
     /// Whole events taken from the chunks and not yet in a batch, and their bytes.
     gathered: Vec<Bytes>,
     gathered_bytes: usize,
@@ -294,7 +272,6 @@ impl<T, F: Framing> WatchBody<T, F> {
             chunk: Bytes::new(),
             at: 0,
             partial: Vec::new(),
-            partial_room: 0,
             gathered: Vec::new(),
             gathered_bytes: 0,
             batches: VecDeque::new(),
@@ -319,16 +296,12 @@ impl<T, F: Framing> WatchBody<T, F> {
             } else if let Some(used) = F::completing(&self.partial, rest) {
                 self.partial.extend_from_slice(&rest[..used]);
                 self.at += used;
-                self.partial_room = self.partial.len();
                 let whole = Bytes::from(std::mem::take(&mut self.partial));
                 if let Some((range, _)) = F::split(&whole) {
                     self.gathered_bytes += range.len();
                     self.gathered.push(whole.slice(range));
                 }
                 continue;
-            }
-            if self.partial.is_empty() {
-                self.partial.reserve_exact(rest.len().max(self.partial_room));
             }
             self.partial.extend_from_slice(rest);
             self.at = self.chunk.len();
@@ -412,32 +385,6 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
     }
 }
 
-/// Appends the events of the whole lines in `lines` to `events`: one stream deserializer
-/// over all of them, started again after a line that does not decode (whose error takes its
-/// place).
-fn decode_lines<T: DeserializeOwned>(lines: &[u8], events: &mut Vec<Result<WatchEvent<T>, Error>>) {
-    let mut at = 0;
-    while at < lines.len() {
-        let mut stream = serde_json::Deserializer::from_slice(&lines[at..]).into_iter::<WatchEvent<T>>();
-        loop {
-            match stream.next() {
-                None => return,
-                Some(Ok(event)) => events.push(Ok(event)),
-                Some(Err(e)) => {
-                    // The bad line starts after the last event decoded; it is reported as a
-                    // whole, and decoding goes on after it.
-                    let from = at + stream.byte_offset();
-                    let start = from + lines[from..].iter().take_while(|b| b.is_ascii_whitespace()).count();
-                    let end = memchr::memchr(b'\n', &lines[start..]).map_or(lines.len(), |i| start + i);
-                    events.push(Err(line_error(e, &lines[start..end])));
-                    at = end + 1;
-                    break;
-                }
-            }
-        }
-    }
-}
-
 /// The event on `line`; `None` for a blank line.
 fn decode<T: DeserializeOwned>(line: &[u8]) -> Option<Result<WatchEvent<T>, serde_json::Error>> {
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -501,17 +448,6 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert!(matches!(&got[0], Err(e) if e.is_expired()), "{:?}", got[0]);
         assert!(matches!(&got[1], Err(Error::Decode(_))), "{:?}", got[1]);
-    }
-
-    #[tokio::test]
-    async fn bad_lines_among_good_ones_in_one_chunk_are_errors_in_their_places() {
-        let got = events(&[&format!("{A}\n{GONE}\n{{\"type\":\n  \n{{]\n{B}\n")], None).await;
-        assert_eq!(got.len(), 5, "{got:?}");
-        assert_eq!(name(&got[0]), "a");
-        assert!(matches!(&got[1], Err(e) if e.is_expired()), "{:?}", got[1]);
-        assert!(matches!(&got[2], Err(Error::Decode(_))), "{:?}", got[2]);
-        assert!(matches!(&got[3], Err(Error::Decode(_))), "{:?}", got[3]);
-        assert_eq!(name(&got[4]), "b");
     }
 
     #[tokio::test]
