@@ -15,9 +15,14 @@
 //!   the body ends and after the first body error (which the stream yields, then ends).
 //! - A protobuf response (asked for with [`accept_protobuf`], and sent with the protobuf
 //!   content type) is read as length-prefixed frames, one event each, decoded with the
-//!   kind's table. Otherwise one non-blank line is one event.
-//! - An event inside one chunk is decoded in place; only one split across chunks is
-//!   gathered into a buffer first.
+//!   kind's table. Otherwise one non-blank line is one event (read as a stream of JSON
+//!   values: an event spread over several lines, which no API server sends, also decodes).
+//! - An event inside one chunk is taken without a copy; only one split across chunks is
+//!   gathered into a buffer first. A batch of several JSON lines is copied into one text
+//!   on the thread that decodes it and read by one serde_json stream deserializer (its
+//!   buffer for strings with escapes reused, strings not checked as UTF-8 one by one); a
+//!   line that does not decode is an error in its place and the next line decodes as if
+//!   it were alone.
 //! - The whole events received so far (up to [`BATCH_BYTES`] ahead of the batches not yet
 //!   yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD` bytes is decoded
 //!   on a blocking thread, so the async worker stays free for the connection and the pump
@@ -182,8 +187,23 @@ impl Framing for Lines {
         memchr::memchr(b'\n', rest).map(|i| i + 1)
     }
 
+    /// Several lines are copied into one text, checked as UTF-8 once and read by one
+    /// deserializer; one line (a watch's single event) is decoded where it is.
     fn decode<T: DeserializeOwned>(&self, lines: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
-        lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))).collect()
+        let mut events = Vec::with_capacity(lines.len());
+        if lines.len() > 1 {
+            let mut text = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+            for line in lines {
+                text.extend_from_slice(line);
+                text.push(b'\n');
+            }
+            if let Ok(text) = std::str::from_utf8(&text) {
+                decode_lines(text, &mut events);
+                return events;
+            }
+        }
+        events.extend(lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))));
+        events
     }
 
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
@@ -385,6 +405,32 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
     }
 }
 
+/// Appends the events of `lines` (whole lines) to `events`: one stream deserializer over
+/// all of them, so that its buffer for strings with escapes is reused from event to event
+/// and strings are not checked as UTF-8 one by one; after a line that does not decode
+/// (whose error takes its place) it starts again on the next line.
+fn decode_lines<T: DeserializeOwned>(lines: &str, events: &mut Vec<Result<WatchEvent<T>, Error>>) {
+    let mut at = 0;
+    while at < lines.len() {
+        let mut stream = serde_json::Deserializer::from_str(&lines[at..]).into_iter::<WatchEvent<T>>();
+        loop {
+            match stream.next() {
+                None => return,
+                Some(Ok(event)) => events.push(Ok(event)),
+                Some(Err(e)) => {
+                    // The bad line starts after the last event decoded.
+                    let from = at + stream.byte_offset();
+                    let start = from + lines[from..].bytes().take_while(u8::is_ascii_whitespace).count();
+                    let end = memchr::memchr(b'\n', &lines.as_bytes()[start..]).map_or(lines.len(), |i| start + i);
+                    events.push(Err(line_error(e, lines[start..end].as_bytes())));
+                    at = end + 1;
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// The event on `line`; `None` for a blank line.
 fn decode<T: DeserializeOwned>(line: &[u8]) -> Option<Result<WatchEvent<T>, serde_json::Error>> {
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -447,6 +493,23 @@ mod tests {
         let got = events(&[&format!("{GONE}\n{{\"type\":\n")], None).await;
         assert_eq!(got.len(), 2);
         assert!(matches!(&got[0], Err(e) if e.is_expired()), "{:?}", got[0]);
+        assert!(matches!(&got[1], Err(Error::Decode(_))), "{:?}", got[1]);
+    }
+
+    #[tokio::test]
+    async fn bad_lines_among_good_ones_in_one_batch_are_errors_in_their_places() {
+        let got = events(&[&format!("{A}\n{GONE}\n{{\"type\":\n  \n{{]\n{B}\n")], None).await;
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert_eq!(name(&got[0]), "a");
+        assert!(matches!(&got[1], Err(e) if e.is_expired()), "{:?}", got[1]);
+        assert!(matches!(&got[2], Err(Error::Decode(_))), "{:?}", got[2]);
+        assert!(matches!(&got[3], Err(Error::Decode(_))), "{:?}", got[3]);
+        assert_eq!(name(&got[4]), "b");
+        // Bytes that are not UTF-8 fail their line only.
+        let lines = [Bytes::from(A), Bytes::from_static(b"{\"type\":\xff}"), Bytes::from(B)];
+        let got: Vec<_> = Lines.decode::<ConfigMap>(&lines);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!((name(&got[0]), name(&got[2])), ("a".to_string(), "b".to_string()));
         assert!(matches!(&got[1], Err(Error::Decode(_))), "{:?}", got[1]);
     }
 
