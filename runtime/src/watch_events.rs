@@ -422,7 +422,7 @@ fn decode_lines<T: DeserializeOwned>(lines: &str, events: &mut Vec<Result<WatchE
                     let from = at + stream.byte_offset();
                     let start = from + lines[from..].bytes().take_while(u8::is_ascii_whitespace).count();
                     let end = memchr::memchr(b'\n', &lines.as_bytes()[start..]).map_or(lines.len(), |i| start + i);
-                    events.push(Err(line_error(e, lines[start..end].as_bytes())));
+                    events.push(Err(line_error(e, &lines.as_bytes()[start..end])));
                     at = end + 1;
                     break;
                 }
