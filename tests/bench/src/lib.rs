@@ -43,15 +43,10 @@ fn own_shard() -> &'static AtomicIsize {
     &LIVE[i].0
 }
 
-/// The sum of the counters.
-fn live() -> isize {
-    LIVE.iter().map(|shard| shard.0.load(Ordering::Relaxed)).sum()
-}
-
 fn grew(by: isize) {
     own_shard().fetch_add(by, Ordering::Relaxed);
     if TRACK_PEAK.load(Ordering::Relaxed) {
-        PEAK.fetch_max(live(), Ordering::Relaxed);
+        PEAK.fetch_max(live_heap(), Ordering::Relaxed);
     }
 }
 
@@ -84,16 +79,16 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
-/// Live heap bytes right now.
+/// Live heap bytes right now: the sum of the counters.
 pub fn live_heap() -> isize {
-    live()
+    LIVE.iter().map(|shard| shard.0.load(Ordering::Relaxed)).sum()
 }
 
 /// Starts tracking the peak of the live heap (off by default: it sums the counters on
 /// every allocation) and resets it to the live heap now.
 pub fn reset_peak_heap() {
     TRACK_PEAK.store(true, Ordering::Relaxed);
-    PEAK.store(live(), Ordering::Relaxed);
+    PEAK.store(live_heap(), Ordering::Relaxed);
 }
 
 /// Peak live heap since [`reset_peak_heap`].
