@@ -3,7 +3,7 @@
 // without the server being the bottleneck. It is part of the benchmark harness
 // (tests/bench); it is not an API server: it serves one resource's collection and nothing else.
 //
-//	replay-server --workload pods-shared --n 10000 --addr 127.0.0.1:0
+//	replay-server --workload pods-shared --n 10000 --addr 127.0.0.1:0 [--list-delay 5ms]
 //
 // It prints "listening http://ADDR" and the JSON size of the objects, then serves:
 //
@@ -60,12 +60,13 @@ import (
 const listRV = "1000000"
 
 type server struct {
-	path     string // of the collection
-	resource string
-	full     *view
-	meta     *view    // the same objects as PartialObjectMetadata
-	objects  [][]byte // full.objects
-	mu       sync.Mutex
+	listDelay time.Duration // before each list page is written
+	path      string        // of the collection
+	resource  string
+	full      *view
+	meta      *view    // the same objects as PartialObjectMetadata
+	objects   [][]byte // full.objects
+	mu        sync.Mutex
 
 	// Protobuf (client-go's default content type): paged lists and WatchList streams; any
 	// other protobuf watch is served as an open stream without events.
@@ -128,9 +129,10 @@ func main() {
 	n := flag.Int("n", 10000, "number of objects")
 	templates := flag.Int("templates", 200, "pod templates for pods-shared")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	listDelay := flag.Duration("list-delay", 0, "wait before answering each list page: the time a real API server takes to serve one (0: none)")
 	flag.Parse()
 
-	s := &server{full: &view{apiVersion: "v1", pages: map[int][][]byte{}}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, watchers: map[chan churn]struct{}{}, nextRV: 2000000}
+	s := &server{full: &view{apiVersion: "v1", pages: map[int][][]byte{}}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, watchers: map[chan churn]struct{}{}, nextRV: 2000000, listDelay: *listDelay}
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
 		panic(err)
@@ -283,6 +285,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if page >= len(pages) {
 		http.Error(w, "bad continue", http.StatusBadRequest)
 		return
+	}
+	if s.listDelay > 0 {
+		time.Sleep(s.listDelay)
 	}
 	w.Write(pages[page])
 }
