@@ -39,13 +39,24 @@ struct RawListMeta {
 }
 
 /// Decodes a JSON list response whose items are `K`s; the error says what and where.
+#[cfg(test)]
 pub(crate) fn decode_list<K: DeserializeOwned + Send>(bytes: &[u8]) -> Result<ListPage<K>, String> {
-    decode_list_on(bytes, None)
+    decode_list_on(bytes, None, |_| {})
 }
 
-/// [`decode_list`] on `threads` threads, or on as many as its size calls for.
-fn decode_list_on<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>) -> Result<ListPage<K>, String> {
+/// [`decode_list`], calling `on_continue` with the page's continue token (when it has one)
+/// once the page is scanned and before its items are decoded.
+pub(crate) fn decode_list_then<K: DeserializeOwned + Send>(bytes: &[u8], on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
+    decode_list_on(bytes, None, on_continue)
+}
+
+/// [`decode_list_then`] on `threads` threads, or on as many as its size calls for.
+fn decode_list_on<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
     let list: RawList<'_> = serde_json::from_slice(bytes).map_err(|e| format!("list: {e}"))?;
+    let continue_token = list.metadata.continue_.filter(|c| !c.is_empty());
+    if let Some(token) = &continue_token {
+        on_continue(token);
+    }
     let texts: Vec<&str> = list.items.unwrap_or_default().into_iter().map(RawValue::get).collect();
     let threads = threads.unwrap_or_else(|| threads_for(&texts));
     // Each part stops at its first bad item; parts come back in order, so the first error
@@ -54,7 +65,7 @@ fn decode_list_on<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usiz
     Ok(ListPage {
         items: try_concat(parts)?,
         resource_version: list.metadata.resource_version.unwrap_or_default(),
-        continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
+        continue_token,
     })
 }
 
@@ -122,7 +133,7 @@ mod tests {
         let bytes = list(&items, r#"{"resourceVersion":"77","continue":"next"}"#);
         let kube: kube_core::ObjectList<ConfigMap> = serde_json::from_slice(&bytes).unwrap();
         for threads in [1, 2, 4] {
-            let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads)).unwrap();
+            let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads), |_| {}).unwrap();
             assert_eq!(page.items, kube.items, "{threads} threads");
             assert_eq!(page.resource_version, "77");
             assert_eq!(page.continue_token.as_deref(), Some("next"));
@@ -137,7 +148,7 @@ mod tests {
         let levels = (1..400).take_while(|&l| serde_json::from_str::<serde_json::Value>(&deep(l)).is_ok()).last().unwrap();
         assert!(serde_json::from_str::<Vec<serde_json::Value>>(&format!("[{}]", deep(levels))).is_err());
         let items = vec!["1".to_string(), deep(levels), "3".to_string()];
-        let page: ListPage<serde_json::Value> = decode_list_on(&list(&items, "{}"), Some(1)).unwrap();
+        let page: ListPage<serde_json::Value> = decode_list_on(&list(&items, "{}"), Some(1), |_| {}).unwrap();
         let expected: Vec<serde_json::Value> = items.iter().map(|i| serde_json::from_str(i).unwrap()).collect();
         assert_eq!(page.items, expected);
     }
@@ -158,7 +169,7 @@ mod tests {
         items[25] = r#"{"metadata":{"name":7}}"#.into();
         items[35] = r#"{"metadata":{"name":8}}"#.into();
         for threads in [1, 4] {
-            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads)).unwrap_err();
+            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads), |_| {}).unwrap_err();
             assert!(err.starts_with("items[25]: "), "{threads} threads: {err}");
         }
         let err = decode_list::<ConfigMap>(br#"{"items":[{"metadata":{}}"#).unwrap_err();

@@ -2,13 +2,13 @@
 //! authentication all come from kube-client.
 //!
 //! Invariants: requests map one to one onto [`ListOptions`] / [`WatchOptions`]; a page
-//! requested with a continue token never also sends a resourceVersion.
+//! requested with a continue token never also sends a resourceVersion. The page a list
+//! response's continue token names is requested while that response decodes (see
+//! `page_prefetch`), and answers the next `list` asking for it.
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
 
-use http_body_util::BodyExt;
-use kube_client::client::Body;
 use kube_client::{Api, Client};
 use kube_core::params::{ListParams, WatchParams};
 use kube_core::request::Error as BuildError;
@@ -19,8 +19,10 @@ use crate::error::Error;
 use crate::json_list;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
+use crate::page_prefetch::PrefetchSlot;
+use crate::parallel::MIN_BYTES_PER_THREAD;
 use crate::proto::{self, Message};
-use crate::watch_events::{accept_protobuf, api_error, is_protobuf, watch_events};
+use crate::watch_events::watch_events;
 
 /// Lists and watches full objects through a `kube_client::Api<K>` (already scoped to a
 /// namespace or to all namespaces).
@@ -61,39 +63,56 @@ impl<K: Resource> MetadataListerWatcher<K> {
     }
 }
 
-/// What an `Api` addresses: its client, and its resource's URL as a kube `Request` builder.
+/// Builds a list request (of full objects or of metadata) from a `Request` and its params.
+type BuildList = fn(&Request, &ListParams) -> Result<http::Request<Vec<u8>>, BuildError>;
+
+/// What an `Api` addresses: its client, and its resource's URL as a kube `Request` builder;
+/// and the next list page, when one is being fetched ahead.
 #[derive(Clone)]
 struct Target {
     client: Client,
     request: Request,
+    next_page: PrefetchSlot,
 }
 
 impl Target {
     fn of<K: Resource>(api: Api<K>) -> Self {
-        Target { request: Request::new(api.resource_url()), client: api.into_client() }
+        Target { request: Request::new(api.resource_url()), client: api.into_client(), next_page: PrefetchSlot::default() }
     }
 
-    /// Sends a list request built by `self.request`; with `protobuf`, asks for protobuf (and
-    /// reads JSON if the server answers with that).
-    async fn list<T>(&self, req: Result<http::Request<Vec<u8>>, BuildError>, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
+    /// Lists the page `opts` asks for, with a request made by `build`; with `protobuf`,
+    /// asks for protobuf (and reads JSON if the server answers with that). The next page's
+    /// request is sent as soon as this page's continue token is read, before its items
+    /// are decoded; a page of many bytes decodes on a blocking thread, so the async worker
+    /// is free to send it meanwhile.
+    async fn list<T>(&self, opts: &ListOptions, build: BuildList, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
     where
-        T: DeserializeOwned + Send,
+        T: DeserializeOwned + Send + 'static,
     {
-        let mut req = req.map_err(kube_client::Error::BuildRequest)?.map(Body::from);
-        if protobuf.is_some() {
-            accept_protobuf(&mut req);
+        let request = build(&self.request, &list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
+        let response = self.next_page.send(&self.client, request, protobuf).await?;
+        let on_blocking_thread = response.bytes.len() >= MIN_BYTES_PER_THREAD;
+        let (client, builder, opts, next_page) = (self.client.clone(), self.request.clone(), opts.clone(), self.next_page.starter());
+        let decode = move || {
+            let fetch_next = |token: &str| {
+                let next = ListOptions { continue_token: Some(token.to_owned()), ..opts };
+                // A request that does not build is not fetched ahead; asked for, it fails then.
+                if let Ok(request) = build(&builder, &list_params(&next)) {
+                    next_page.start(&client, request, protobuf);
+                }
+            };
+            match response.protobuf {
+                Some(message) => proto::decode_list_then(message, &response.bytes, fetch_next).map_err(|e| Error::Decode(e.to_string())),
+                None => json_list::decode_list_then(&response.bytes, fetch_next).map_err(Error::Decode),
+            }
+        };
+        if !on_blocking_thread {
+            return decode();
         }
-        req.extensions_mut().insert("list");
-        let response = self.client.send(req).await?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(api_error(status, response).await);
-        }
-        let framed = protobuf.filter(|_| is_protobuf(response.headers()));
-        let bytes = response.into_body().collect().await.map_err(Error::from)?.to_bytes();
-        match framed {
-            Some(message) => proto::decode_list(message, &bytes).map_err(|e| Error::Decode(e.to_string())),
-            None => json_list::decode_list(&bytes).map_err(Error::Decode),
+        match tokio::task::spawn_blocking(decode).await {
+            Ok(page) => page,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(Error::Decode(format!("list page: {e}"))),
         }
     }
 
@@ -133,7 +152,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<K>, Error> {
-        self.target.list(self.target.request.list(&list_params(opts)), self.protobuf).await
+        self.target.list(opts, Request::list, self.protobuf).await
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<K>, Error> {
@@ -146,11 +165,113 @@ where
     K: Resource + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<LeanPartialObjectMeta<K>>, Error> {
-        self.target.list(self.target.request.list_metadata(&list_params(opts)), None).await
+        self.target.list(opts, Request::list_metadata, None).await
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<LeanPartialObjectMeta<K>>, Error> {
         let req = self.target.request.watch_metadata(&watch_params(opts), &opts.resource_version);
         self.target.watch(req, "watch_metadata", None).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube_client::client::Body;
+
+    use super::*;
+
+    /// A server of three pages of one ConfigMap each (tokens `p2`, `p3`; the second page
+    /// large enough to decode on a blocking thread) that records the continue token of
+    /// every request it gets; a request for page `gone` answers 410.
+    fn paged_server() -> (Client, Arc<Mutex<Vec<String>>>) {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let service = tower::service_fn(move |req: http::Request<Body>| {
+            let query = req.uri().query().unwrap_or("").to_string();
+            let token = query.split('&').find_map(|kv| kv.strip_prefix("continue=")).unwrap_or("").to_string();
+            seen.lock().unwrap().push(token.clone());
+            async move {
+                let (status, body) = match token.as_str() {
+                    "gone" => (410, r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}"#.to_string()),
+                    t => {
+                        let (name, next) = match t {
+                            "" => ("a", "p2"),
+                            "p2" => ("b", "p3"),
+                            _ => ("c", ""),
+                        };
+                        let data = if name == "b" { "x".repeat(MIN_BYTES_PER_THREAD) } else { String::new() };
+                        (200, format!(r#"{{"metadata":{{"resourceVersion":"9","continue":"{next}"}},"items":[{{"metadata":{{"name":"{name}"}},"data":{{"d":"{data}"}}}}]}}"#))
+                    }
+                };
+                Ok::<_, std::convert::Infallible>(http::Response::builder().status(status).body(Body::from(body.into_bytes())).unwrap())
+            }
+        });
+        (Client::new(service, "default"), asked)
+    }
+
+    async fn requests_for(asked: &Mutex<Vec<String>>, token: &str, count: usize) {
+        for _ in 0..200 {
+            if asked.lock().unwrap().iter().filter(|t| *t == token).count() >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("no {count} requests for {token:?}: {:?}", asked.lock().unwrap());
+    }
+
+    fn page(token: Option<&str>) -> ListOptions {
+        ListOptions { limit: Some(1), continue_token: token.map(str::to_owned), ..Default::default() }
+    }
+
+    fn names(page: &ListPage<ConfigMap>) -> Vec<&str> {
+        page.items.iter().filter_map(|c| c.metadata.name.as_deref()).collect()
+    }
+
+    #[tokio::test]
+    async fn the_next_page_is_requested_while_this_one_decodes_and_answers_the_next_list() {
+        let (client, asked) = paged_server();
+        let lw = KubeListerWatcher::new(Api::<ConfigMap>::all(client));
+        let first = lw.list(&page(None)).await.unwrap();
+        assert_eq!((names(&first), first.continue_token.as_deref()), (vec!["a"], Some("p2")));
+        // Requested before anyone asked for it.
+        requests_for(&asked, "p2", 1).await;
+        let second = lw.list(&page(Some("p2"))).await.unwrap();
+        assert_eq!((names(&second), second.continue_token.as_deref()), (vec!["b"], Some("p3")));
+        let third = lw.list(&page(Some("p3"))).await.unwrap();
+        assert_eq!((names(&third), third.continue_token.as_deref()), (vec!["c"], None));
+        assert_eq!(*asked.lock().unwrap(), ["", "p2", "p3"], "each page requested once, in order, nothing after the last");
+
+        // Another request in between: the page fetched ahead is not used for it, and the
+        // page it was for is requested again when asked for.
+        let (client, asked) = paged_server();
+        let lw = KubeListerWatcher::new(Api::<ConfigMap>::all(client));
+        lw.list(&page(None)).await.unwrap();
+        requests_for(&asked, "p2", 1).await;
+        let again = lw.list(&page(None)).await.unwrap();
+        assert_eq!(names(&again), ["a"]);
+        requests_for(&asked, "p2", 2).await;
+        // A clone starts without the fetch ahead: it sends its own request.
+        let from_clone = lw.clone().list(&page(Some("p2"))).await.unwrap();
+        assert_eq!(names(&from_clone), ["b"]);
+        requests_for(&asked, "p2", 3).await;
+        let unpaged = lw.list(&ListOptions::default()).await.unwrap();
+        assert_eq!(names(&unpaged), ["a"]);
+        assert_eq!(asked.lock().unwrap().iter().filter(|t| t.is_empty()).count(), 3, "the list without a limit is its own request");
+    }
+
+    #[tokio::test]
+    async fn a_page_fetched_ahead_answers_with_its_own_error() {
+        let (client, asked) = paged_server();
+        let service_client = client.clone();
+        let lw = KubeListerWatcher::new(Api::<ConfigMap>::all(client));
+        // A first page whose token is "gone": served by a list of its own below.
+        lw.target.next_page.starter().start(&service_client, Request::list(&lw.target.request, &list_params(&page(Some("gone")))).unwrap(), None);
+        let err = lw.list(&page(Some("gone"))).await.unwrap_err();
+        assert!(err.is_expired(), "{err}");
+        assert_eq!(*asked.lock().unwrap(), ["gone"], "answered by the fetch ahead, not sent twice");
     }
 }

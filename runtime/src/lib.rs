@@ -48,6 +48,7 @@ mod kube_lister_watcher;
 mod labels;
 mod lister;
 mod lister_watcher;
+mod page_prefetch;
 mod parallel;
 pub mod proto;
 mod queue;

@@ -9,8 +9,9 @@
 //!   first: a list at a resourceVersion already means "at least as new as".
 //! - Lists are paged (`page_size`, 500 by default); each page is written to the queue as it
 //!   arrives, and only the keys of the listed objects are kept until the list ends, so a
-//!   relist never holds a second copy of the objects. A continue token that expires
-//!   mid-list falls back to one unpaged list at the same resourceVersion.
+//!   relist never holds a second copy of the objects (the lister-watcher may fetch one page
+//!   ahead, as `KubeListerWatcher` does). A continue token that expires mid-list falls back
+//!   to one unpaged list at the same resourceVersion.
 //! - Watches ask for bookmarks and time out server-side after a random 5–10 minutes; the
 //!   client gives up on a watch that stays silent for longer than that plus a margin.
 //! - With WatchList ([`WatchListMode`]), the initial state is streamed by a watch with

@@ -69,11 +69,26 @@ pub fn decode_object<K: DeserializeOwned>(message: &'static Message, bytes: &[u8
 /// Decodes an enveloped list response whose items are `item` messages. A page of many
 /// items is decoded on several threads (see the module's invariants).
 pub fn decode_list<K: DeserializeOwned + Send>(item: &'static Message, bytes: &[u8]) -> Result<ListPage<K>, ProtoError> {
-    decode_list_on(item, bytes, None)
+    decode_list_on(item, bytes, None, |_| {})
 }
 
-/// [`decode_list`] on `threads` threads, or on as many as its size calls for.
-fn decode_list_on<K: DeserializeOwned + Send>(item: &'static Message, bytes: &[u8], threads: Option<usize>) -> Result<ListPage<K>, ProtoError> {
+/// [`decode_list`], calling `on_continue` with the page's continue token (when it has one)
+/// once the page is scanned and before its items are decoded.
+pub(crate) fn decode_list_then<K: DeserializeOwned + Send>(
+    item: &'static Message,
+    bytes: &[u8],
+    on_continue: impl FnOnce(&str),
+) -> Result<ListPage<K>, ProtoError> {
+    decode_list_on(item, bytes, None, on_continue)
+}
+
+/// [`decode_list_then`] on `threads` threads, or on as many as its size calls for.
+fn decode_list_on<K: DeserializeOwned + Send>(
+    item: &'static Message,
+    bytes: &[u8],
+    threads: Option<usize>,
+    on_continue: impl FnOnce(&str),
+) -> Result<ListPage<K>, ProtoError> {
     let u = unknown(bytes)?;
     let mut page = ListPage { items: Vec::new(), resource_version: String::new(), continue_token: None };
     let mut encoded: Vec<&[u8]> = Vec::new();
@@ -92,6 +107,9 @@ fn decode_list_on<K: DeserializeOwned + Send>(item: &'static Message, bytes: &[u
         }
         Ok(())
     })?;
+    if let Some(token) = &page.continue_token {
+        on_continue(token);
+    }
     let threads = threads.unwrap_or_else(|| threads_for(&encoded));
     // Each part stops at its first bad item; parts come back in order, so the first error
     // met below is the first bad item of the page.
@@ -255,8 +273,8 @@ mod tests {
     fn a_page_decoded_on_several_threads_keeps_its_order_and_names_the_first_bad_item() {
         let names: Vec<Vec<u8>> = (0..197).map(|i| format!("thing-{i}").into_bytes()).collect();
         let bytes = list(&names);
-        let alone: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(1)).unwrap();
-        let shared: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(4)).unwrap();
+        let alone: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(1), |_| {}).unwrap();
+        let shared: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(4), |_| {}).unwrap();
         assert_eq!(alone.resource_version, "7");
         assert_eq!(alone.items.len(), names.len());
         assert_eq!(alone.items[100], Thing { name: "thing-100".into(), n: 0 });
@@ -268,7 +286,7 @@ mod tests {
         bad[129] = b"\xff".to_vec();
         bad[192] = b"\xff".to_vec();
         for threads in [1, 4] {
-            let err = decode_list_on::<Thing>(&THING, &list(&bad), Some(threads)).unwrap_err().to_string();
+            let err = decode_list_on::<Thing>(&THING, &list(&bad), Some(threads), |_| {}).unwrap_err().to_string();
             assert!(err.contains("ThingList.items[129]"), "{threads} threads: {err}");
         }
     }
