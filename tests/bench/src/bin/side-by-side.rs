@@ -5,7 +5,11 @@
 //! ```text
 //! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
 //!     [--sections sync,listers,memory,generator,check,events] [--workloads configmaps,pods-shared,pods-unique,servicemonitors] [--groups kept,dropped,metadata] [--events N] [--paced-events 3000] [--rate 1000]
+//!     [--list-delay 20ms]
 //! ```
+//!
+//! `--list-delay` makes the replay server wait that long (a Go duration) before each list
+//! page, as a real API server takes time to serve one.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -50,8 +54,10 @@ impl Drop for Replay {
 }
 
 fn replay(bin: &Path, workload: &str, n: usize) -> Replay {
+    let delay = arg("--list-delay").map(|d| vec!["--list-delay".to_string(), d]).unwrap_or_default();
     let mut child = Command::new(bin.join("replay-server"))
         .args(["--workload", workload, "--n", &n.to_string()])
+        .args(delay)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -223,6 +229,9 @@ fn sync_table(
     n: usize,
     runs: usize,
 ) {
+    if let Some(delay) = arg("--list-delay") {
+        table.push_str(&format!("Each list page served after a wait of {delay} (`--list-delay`).\n\n"));
+    }
     table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere but the protobuf rows (built-in kinds; the share of the decode ceiling there compares with decoding the JSON form of the same objects). Ratios are against the first row of each group (informer-gen). servicemonitors: a custom resource (prometheus-operator's ServiceMonitor), ours and kube-rs on the types informer-gen emits from its CRD, client-go through a dynamic informer (unstructured). Metadata only: each client's metadata-only informer (ours: `LeanPartialObjectMeta`, managedFields as interned compact JSON; client-go's metadatainformer; kube-rs: a watcher of `PartialObjectMeta`).\n\n"));
     table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | first ÷ it | RSS/object | time to synced | objects/s | first's speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
     // The custom resource has no lean layout and no protobuf: ours on its generated types,
