@@ -84,11 +84,11 @@ fn decode_items<K: DeserializeOwned>(first: usize, texts: &[&str]) -> Result<Vec
     array.push(']');
     let mut items = Vec::with_capacity(texts.len());
     let read = (&mut serde_json::Deserializer::from_str(&array)).deserialize_seq(ItemsInto(&mut items));
-    if read.is_err() || items.len() != texts.len() {
+    // The array holds exactly the texts, so a read that ends well read them all.
+    if read.is_err() {
         // The items from the one the array stopped at on are decoded on their own: the
         // first bad one is named with its own error, and an item that decodes alone but
         // not inside the array (one level of nesting deeper) is not lost.
-        items.truncate(texts.len());
         for (i, text) in texts.iter().enumerate().skip(items.len()) {
             items.push(serde_json::from_str(text).map_err(|e| format!("items[{}]: {e}", first + i))?);
         }

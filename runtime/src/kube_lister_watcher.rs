@@ -20,7 +20,7 @@ use crate::json_list;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
 use crate::page_prefetch::PrefetchSlot;
-use crate::parallel::MIN_BYTES_PER_THREAD;
+use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
 use crate::proto::{self, Message};
 use crate::watch_events::watch_events;
 
@@ -109,11 +109,7 @@ impl Target {
         if !on_blocking_thread {
             return decode();
         }
-        match tokio::task::spawn_blocking(decode).await {
-            Ok(page) => page,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(Error::Decode(format!("list page: {e}"))),
-        }
+        joined(tokio::task::spawn_blocking(decode).await, "list page").and_then(|page| page)
     }
 
     /// Sends a watch request built by `self.request` (`name` tags it, as kube's `Api` does).

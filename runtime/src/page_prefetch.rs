@@ -25,6 +25,7 @@ use kube_client::Client;
 use kube_client::client::Body;
 
 use crate::error::Error;
+use crate::parallel::joined;
 use crate::proto::Message;
 use crate::watch_events::{accept_protobuf, api_error, is_protobuf};
 
@@ -37,7 +38,7 @@ pub(crate) struct ListResponse {
 
 /// Sends a list request (asking for protobuf with `protobuf`) and reads its whole body; a
 /// status that is not success is the API's error.
-pub(crate) async fn fetch(client: Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) -> Result<ListResponse, Error> {
+async fn fetch(client: Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) -> Result<ListResponse, Error> {
     let mut request = request.map(Body::from);
     if protobuf.is_some() {
         accept_protobuf(&mut request);
@@ -82,11 +83,7 @@ impl Future for Ahead {
     type Output = Result<ListResponse, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.task).poll(cx).map(|joined| match joined {
-            Ok(response) => response,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(Error::Decode(format!("list page fetched ahead: {e}"))),
-        })
+        Pin::new(&mut self.task).poll(cx).map(|task| joined(task, "list page fetched ahead").and_then(|response| response))
     }
 }
 

@@ -8,9 +8,12 @@
 //! - Inputs are cut into contiguous parts, one per thread; the parts' results come back in
 //!   input order, so callers keep wire order.
 //! - A panic on a helper thread is raised again on the calling thread, as if it had
-//!   decoded everything itself.
+//!   decoded everything itself; so is one on a tokio task whose result is read through
+//!   [`joined`].
 
 use std::sync::OnceLock;
+
+use crate::error::Error;
 
 /// Most threads one page or batch is decoded on.
 const MAX_DECODE_THREADS: usize = 4;
@@ -69,6 +72,16 @@ pub(crate) fn concat<T>(parts: Vec<Vec<T>>) -> Vec<T> {
         all.extend(part);
     }
     all
+}
+
+/// The result of a tokio task (a blocking decode, a fetch): a panic in it is raised again
+/// here, and a task cancelled before it ended is an error saying `what` it was doing.
+pub(crate) fn joined<R>(joined: Result<R, tokio::task::JoinError>, what: &str) -> Result<R, Error> {
+    match joined {
+        Ok(result) => Ok(result),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(Error::Decode(format!("{what}: {e}"))),
+    }
 }
 
 /// [`concat`] of parts that may have failed: the first error in part order, if any.

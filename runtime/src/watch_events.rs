@@ -54,7 +54,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
-use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads};
+use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, joined};
 use crate::proto::{self, Message};
 
 /// Body chunks queued ahead of the decoding stream: ≈256 KB of small objects' 4 KB chunks;
@@ -393,10 +393,9 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
                 None => return Poll::Pending,
                 Some(Batch::Done(events)) => this.decoded = std::mem::take(events).into_iter(),
                 Some(Batch::Decoding(decoding)) => {
-                    this.decoded = match ready!(Pin::new(decoding).poll(cx)) {
+                    this.decoded = match joined(ready!(Pin::new(decoding).poll(cx)), "decoding watch events") {
                         Ok(events) => events.into_iter(),
-                        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                        Err(e) => vec![Err(Error::Decode(format!("decoding watch events: {e}")))].into_iter(),
+                        Err(e) => vec![Err(e)].into_iter(),
                     };
                 }
             }
