@@ -58,6 +58,12 @@ impl ObjectKey {
         self.0.split_once('/').map(|(ns, _)| ns)
     }
 
+    /// The address of the key's one allocation: equal for clones of one key, different for
+    /// two keys built separately even when their strings are equal.
+    pub(crate) fn allocation(&self) -> *const u8 {
+        Arc::as_ptr(&self.0) as *const u8
+    }
+
     /// The name part.
     pub fn name(&self) -> &str {
         match self.0.split_once('/') {

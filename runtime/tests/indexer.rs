@@ -105,3 +105,79 @@ fn objects_are_shared_not_copied() {
     assert!(Arc::ptr_eq(&o, &s.get("ns/a").unwrap()));
     assert!(Arc::ptr_eq(&o, &s.by_index(NAMESPACE_INDEX, "ns").unwrap()[0]));
 }
+
+/// Every index, read through the store, against the same index computed from `list()`.
+fn assert_indices_exact(s: &Indexer<ConfigMap>, label_index: &str) {
+    let objects = s.list();
+    for (index, f) in [
+        (NAMESPACE_INDEX, Box::new(|o: &ConfigMap| vec![o.metadata.namespace.clone().unwrap_or_default()]) as Box<dyn Fn(&ConfigMap) -> Vec<String>>),
+        (label_index, Box::new(|o: &ConfigMap| o.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned().into_iter().collect())),
+    ] {
+        let mut want: std::collections::BTreeMap<String, HashSet<String>> = Default::default();
+        for o in &objects {
+            for v in f(o) {
+                want.entry(v).or_default().insert(o.metadata.name.clone().unwrap());
+            }
+        }
+        let mut values = s.list_index_values(index);
+        values.sort();
+        assert_eq!(values, want.keys().cloned().collect::<Vec<_>>(), "values of index {index}");
+        for (v, names_want) in &want {
+            assert_eq!(&names(s.by_index(index, v).unwrap()), names_want, "index {index} value {v}");
+            assert_eq!(s.index_keys(index, v).unwrap().len(), names_want.len(), "keys of index {index} value {v}");
+        }
+    }
+}
+
+#[test]
+fn indices_stay_exact_through_random_writes_with_fresh_keys() {
+    // Keys are built anew for every write (as the queues hand them over), an object may move
+    // between namespaces under one key, and labels come and go: after every write each index
+    // must equal the one computed from the objects.
+    let s = Indexer::new();
+    s.add_indexers([("app".to_string(), by_label("app"))]).unwrap();
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for step in 0..3000 {
+        let name = format!("o{}", next(40));
+        let key = format!("k/{name}");
+        match next(10) {
+            0..=5 => {
+                let ns = format!("ns{}", next(3));
+                let app = ["web", "db", "cache"][next(3) as usize];
+                let o = if next(4) == 0 { cm(&ns, &name, &[]) } else { cm(&ns, &name, &[("app", app)]) };
+                s.upsert(ObjectKey::from_string(key.as_str()), Arc::new(o));
+            }
+            6..=8 => {
+                s.remove(&key);
+            }
+            _ => {
+                if step % 500 == 9 {
+                    let kept: Vec<(ObjectKey, Arc<ConfigMap>)> =
+                        s.entries().into_iter().filter(|_| next(2) == 0).map(|(k, o)| (ObjectKey::from_string(k.as_str()), o)).collect();
+                    s.replace(kept);
+                }
+            }
+        }
+        assert_indices_exact(&s, "app");
+    }
+    assert!(!s.is_empty());
+}
+
+#[test]
+fn index_names_include_the_namespace_index() {
+    let s: Indexer<ConfigMap> = Indexer::new();
+    assert_eq!(s.index_names(), vec![NAMESPACE_INDEX.to_string()]);
+    s.add_indexers([("app".to_string(), by_label("app")), ("z".to_string(), by_label("z"))]).unwrap();
+    assert_eq!(s.index_names(), vec!["app".to_string(), NAMESPACE_INDEX.to_string(), "z".to_string()]);
+    let a = cm("ns", "a", &[]);
+    put(&s, a.clone());
+    put(&s, cm("ns", "b", &[]));
+    put(&s, cm("other", "c", &[]));
+    assert_eq!(names(s.index(NAMESPACE_INDEX, &a).unwrap()), set(&["a", "b"]));
+}
