@@ -84,7 +84,8 @@ impl Target {
     /// asks for protobuf (and reads JSON if the server answers with that). The next page's
     /// request is sent as soon as this page's continue token is read, before its items
     /// are decoded; a page of many bytes decodes on a blocking thread, so the async worker
-    /// is free to send it meanwhile.
+    /// is free to send it meanwhile. A decoded page's buffer goes back to the slot for a
+    /// later page.
     async fn list<T>(&self, opts: &ListOptions, build: BuildList, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
     where
         T: DeserializeOwned + Send + 'static,
@@ -101,10 +102,13 @@ impl Target {
                     next_page.start(&client, request, protobuf);
                 }
             };
-            match response.protobuf {
+            let page = match response.protobuf {
                 Some(message) => proto::decode_list_then(message, &response.bytes, fetch_next).map_err(|e| Error::Decode(e.to_string())),
                 None => json_list::decode_list_then(&response.bytes, fetch_next).map_err(Error::Decode),
-            }
+            };
+            let more = matches!(&page, Ok(page) if page.continue_token.is_some());
+            next_page.done_with(response.bytes, more);
+            page
         };
         if !on_blocking_thread {
             return decode();

@@ -13,6 +13,10 @@
 //! - A fetch nobody takes is cancelled: when a request for another page is made, and when
 //!   the slot (its lister-watcher) or the `list` call awaiting it is dropped. A clone of a
 //!   lister-watcher starts with an empty slot.
+//! - A page's buffer, once its items are decoded, is kept for the body of a page after it
+//!   (pages alternate between two buffers instead of each allocating, and faulting in, its
+//!   own megabyte): at most [`MAX_SPARE_BUFFERS`] are kept, only while a paged list goes on.
+//!   The last page of a list, and a request that is not the page fetched ahead, drop them.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,9 +40,10 @@ pub(crate) struct ListResponse {
     pub(crate) protobuf: Option<&'static Message>,
 }
 
-/// Sends a list request (asking for protobuf with `protobuf`) and reads its whole body; a
-/// status that is not success is the API's error.
-async fn fetch(client: Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) -> Result<ListResponse, Error> {
+/// Sends a list request (asking for protobuf with `protobuf`) and reads its whole body into
+/// `buffer` (when the body comes in more than one chunk); a status that is not success is
+/// the API's error.
+async fn fetch(client: Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>, buffer: Vec<u8>) -> Result<ListResponse, Error> {
     let mut request = request.map(Body::from);
     if protobuf.is_some() {
         accept_protobuf(&mut request);
@@ -50,8 +55,43 @@ async fn fetch(client: Client, request: http::Request<Vec<u8>>, protobuf: Option
         return Err(api_error(status, response).await);
     }
     let protobuf = protobuf.filter(|_| is_protobuf(response.headers()));
-    let bytes = response.into_body().collect().await.map_err(Error::from)?.to_bytes();
+    let length = response.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let bytes = read_body(response.into_body(), length, buffer).await?;
     Ok(ListResponse { bytes, protobuf })
+}
+
+/// Largest `Content-Length` taken as the size to reserve up front; a longer body still reads
+/// whole, growing its buffer as it comes.
+const MAX_RESERVED_BODY: usize = 64 << 20;
+
+/// Reads a whole body into `buf` (emptied first). Each chunk is copied in as it arrives and
+/// dropped, so the connection's read buffer is reused for the next chunk instead of the
+/// body's chunks all being held (and freshly allocated) until the end and then copied once
+/// more; a body of one chunk is returned as it is. `length` (the `Content-Length`) sizes the
+/// buffer.
+async fn read_body(mut body: Body, length: Option<usize>, mut buf: Vec<u8>) -> Result<Bytes, Error> {
+    buf.clear();
+    let mut first: Option<Bytes> = None;
+    while let Some(frame) = body.frame().await {
+        let Ok(chunk) = frame.map_err(Error::from)?.into_data() else { continue };
+        if chunk.is_empty() {
+            continue;
+        }
+        match first.take() {
+            None if buf.is_empty() => first = Some(chunk),
+            None => buf.extend_from_slice(&chunk),
+            Some(earlier) => {
+                let want = length.filter(|&n| n <= MAX_RESERVED_BODY).unwrap_or(0).max(earlier.len() + chunk.len());
+                buf.reserve_exact(want);
+                buf.extend_from_slice(&earlier);
+                buf.extend_from_slice(&chunk);
+            }
+        }
+    }
+    Ok(match first {
+        Some(only) => only,
+        None => Bytes::from(buf),
+    })
 }
 
 /// What identifies a list request: its URI and whether it asks for protobuf.
@@ -87,13 +127,31 @@ impl Future for Ahead {
     }
 }
 
-/// The one fetch a lister-watcher may have running ahead.
-#[derive(Default)]
-pub(crate) struct PrefetchSlot(Arc<Mutex<Option<Ahead>>>);
+/// Most page buffers kept for the pages after them: one being decoded, one being read.
+const MAX_SPARE_BUFFERS: usize = 2;
 
-/// Starts fetches ahead into a [`PrefetchSlot`], from any thread (a page may decode on a
-/// blocking thread).
-pub(crate) struct PrefetchStarter(Arc<Mutex<Option<Ahead>>>);
+/// What a lister-watcher keeps between the pages of one list.
+#[derive(Default)]
+struct Slot {
+    /// The fetch running ahead.
+    ahead: Option<Ahead>,
+    /// Buffers of decoded pages, emptied, for the next pages' bodies.
+    spare: Vec<Vec<u8>>,
+}
+
+type Shared = Arc<Mutex<Slot>>;
+
+fn lock(slot: &Shared) -> std::sync::MutexGuard<'_, Slot> {
+    slot.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The one fetch a lister-watcher may have running ahead, and its spare page buffers.
+#[derive(Default)]
+pub(crate) struct PrefetchSlot(Shared);
+
+/// Starts fetches ahead into a [`PrefetchSlot`] and takes decoded pages' buffers back into
+/// it, from any thread (a page may decode on a blocking thread).
+pub(crate) struct PrefetchStarter(Shared);
 
 impl Clone for PrefetchSlot {
     /// An empty slot: a fetch ahead belongs to the lister-watcher whose list asked for it.
@@ -104,12 +162,19 @@ impl Clone for PrefetchSlot {
 
 impl PrefetchSlot {
     /// Sends `request`, or takes its response from the fetch ahead made for exactly it; a
-    /// fetch ahead for any other request is cancelled.
+    /// fetch ahead for any other request is cancelled, and the spare buffers dropped.
     pub(crate) async fn send(&self, client: &Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) -> Result<ListResponse, Error> {
-        let ahead = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let ahead = {
+            let mut slot = lock(&self.0);
+            let ahead = slot.ahead.take().filter(|ahead| ahead.id == RequestId::of(&request, protobuf));
+            if ahead.is_none() {
+                slot.spare = Vec::new();
+            }
+            ahead
+        };
         match ahead {
-            Some(ahead) if ahead.id == RequestId::of(&request, protobuf) => ahead.await,
-            _ => fetch(client.clone(), request, protobuf).await,
+            Some(ahead) => ahead.await,
+            None => fetch(client.clone(), request, protobuf, Vec::new()).await,
         }
     }
 
@@ -125,7 +190,138 @@ impl PrefetchStarter {
     pub(crate) fn start(&self, client: &Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let id = RequestId::of(&request, protobuf);
-        let task = runtime.spawn(fetch(client.clone(), request, protobuf));
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(Ahead { id, task });
+        let mut slot = lock(&self.0);
+        let buffer = slot.spare.pop().unwrap_or_default();
+        let task = runtime.spawn(fetch(client.clone(), request, protobuf, buffer));
+        slot.ahead = Some(Ahead { id, task });
+    }
+
+    /// Takes back the bytes of a decoded page: kept for a later page's body when `more`
+    /// pages follow and nothing else holds them; when none follow, every spare buffer is
+    /// dropped.
+    pub(crate) fn done_with(&self, bytes: Bytes, more: bool) {
+        let mut slot = lock(&self.0);
+        if !more {
+            slot.spare = Vec::new();
+            return;
+        }
+        if slot.spare.len() < MAX_SPARE_BUFFERS {
+            if let Ok(unique) = bytes.try_into_mut() {
+                slot.spare.push(Vec::from(unique));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::StreamBody;
+    use http_body::Frame;
+
+    use super::*;
+
+    /// A client whose every response is `body` cut into `chunk`-byte frames, with a
+    /// `Content-Length` header of `length` when given; `fail_after` frames, the body breaks.
+    fn chunked_server(body: &'static [u8], chunk: usize, length: Option<usize>, fail_after: Option<usize>) -> Client {
+        let service = tower::service_fn(move |_req: http::Request<Body>| async move {
+            let mut frames: Vec<Result<Frame<Bytes>, std::io::Error>> =
+                body.chunks(chunk).map(|c| Ok(Frame::data(Bytes::from_static(c)))).collect();
+            if let Some(n) = fail_after {
+                frames.truncate(n);
+                frames.push(Err(std::io::Error::other("connection reset")));
+            }
+            let mut response = http::Response::builder().status(200);
+            if let Some(n) = length {
+                response = response.header(http::header::CONTENT_LENGTH, n.to_string());
+            }
+            Ok::<_, Infallible>(response.body(StreamBody::new(futures::stream::iter(frames))).unwrap())
+        });
+        Client::new(service, "default")
+    }
+
+    fn get() -> http::Request<Vec<u8>> {
+        http::Request::get("/api/v1/configmaps?limit=500").body(Vec::new()).unwrap()
+    }
+
+    const BODY: &[u8] = b"{\"metadata\":{\"resourceVersion\":\"7\"},\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}";
+
+    #[tokio::test]
+    async fn a_body_of_many_chunks_reads_whole_and_in_order() {
+        // One chunk, few, one byte each; with the right length, none, one too small and one
+        // absurdly large (not reserved; the body still reads whole).
+        for chunk in [BODY.len(), 17, 1] {
+            for length in [Some(BODY.len()), None, Some(3), Some(1 << 40)] {
+                let client = chunked_server(BODY, chunk, length, None);
+                let response = fetch(client, get(), None, b"left over".to_vec()).await.unwrap();
+                assert_eq!(&response.bytes[..], BODY, "chunks of {chunk}, length {length:?}");
+                assert!(response.protobuf.is_none());
+            }
+        }
+    }
+
+    fn page(token: &str) -> http::Request<Vec<u8>> {
+        http::Request::get(format!("/api/v1/configmaps?limit=2&continue={token}")).body(Vec::new()).unwrap()
+    }
+
+    fn spares(slot: &PrefetchSlot) -> usize {
+        lock(&slot.0).spare.len()
+    }
+
+    #[tokio::test]
+    async fn pages_of_one_list_alternate_between_two_buffers_and_the_last_page_drops_them() {
+        let client = chunked_server(BODY, 17, Some(BODY.len()), None);
+        let slot = PrefetchSlot::default();
+        let starter = slot.starter();
+        // As a list goes: the next page is started while this one decodes, then this one's
+        // bytes are handed back.
+        let first = slot.send(&client, page(""), None).await.unwrap();
+        starter.start(&client, page("p2"), None);
+        let first_buffer = first.bytes.as_ptr();
+        starter.done_with(first.bytes, true);
+        assert_eq!(spares(&slot), 1);
+        let second = slot.send(&client, page("p2"), None).await.unwrap();
+        assert_ne!(second.bytes.as_ptr(), first_buffer, "the second page was read while the first decoded");
+        starter.start(&client, page("p3"), None);
+        assert_eq!(spares(&slot), 0, "the fetch ahead took the spare buffer");
+        starter.done_with(second.bytes, true);
+        let third = slot.send(&client, page("p3"), None).await.unwrap();
+        assert_eq!(&third.bytes[..], BODY);
+        assert_eq!(third.bytes.as_ptr(), first_buffer, "the third page is read into the first page's buffer");
+        starter.done_with(third.bytes, false);
+        assert_eq!(spares(&slot), 0, "the last page drops every spare buffer");
+
+        // Bytes something else still holds are not reused.
+        let held = slot.send(&client, page(""), None).await.unwrap();
+        let clone = held.bytes.clone();
+        starter.done_with(held.bytes, true);
+        assert_eq!(spares(&slot), 0);
+        drop(clone);
+        // At most two are kept; a request other than the page fetched ahead drops them.
+        for _ in 0..3 {
+            let r = slot.send(&client, page("x"), None).await.unwrap();
+            starter.done_with(r.bytes, true);
+        }
+        assert_eq!(spares(&slot), 1, "each send that is not the page fetched ahead starts without spares");
+        let (a, b, c) = (
+            fetch(client.clone(), get(), None, Vec::new()).await.unwrap(),
+            fetch(client.clone(), get(), None, Vec::new()).await.unwrap(),
+            fetch(client.clone(), get(), None, Vec::new()).await.unwrap(),
+        );
+        for r in [a, b, c] {
+            starter.done_with(r.bytes, true);
+        }
+        assert_eq!(spares(&slot), MAX_SPARE_BUFFERS);
+        slot.send(&client, page("y"), None).await.unwrap();
+        assert_eq!(spares(&slot), 0);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_breaks_is_an_error_not_a_short_page() {
+        for fail_after in [0, 1, 3] {
+            let client = chunked_server(BODY, 17, None, Some(fail_after));
+            assert!(fetch(client, get(), None, Vec::new()).await.is_err(), "broken after {fail_after} chunks");
+        }
     }
 }
