@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::error::Error;
 use crate::key::{KeySet, ObjectKey};
-use crate::lister_watcher::{ListOptions, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
+use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
 use crate::queue::Queue;
 use crate::transform::TransformFn;
 
@@ -287,6 +287,18 @@ where
         if rv.is_empty() { "0".to_string() } else { rv }
     }
 
+    /// Prepares a listed page's objects and hands them to the queue as one batch.
+    fn queue_page(&self, items: Vec<K>, listed: &mut Listed) {
+        let mut batch = Vec::with_capacity(items.len());
+        for obj in items {
+            if let Some((key, obj)) = self.prepare(obj) {
+                listed.listed(&key);
+                batch.push((key, obj));
+            }
+        }
+        self.queue.replace_items(batch);
+    }
+
     fn prepare(&self, obj: K) -> Option<(ObjectKey, Arc<K>)> {
         let mut obj = match &self.transform {
             Some(t) => t(obj),
@@ -408,8 +420,14 @@ where
                 resource_version: Some(rv.clone()),
                 resource_version_match: None,
             };
+            // The next page's list, asked for while this page's objects were being queued.
+            let mut next: Option<Result<ListPage<K>, Error>> = None;
             loop {
-                let page = match self.lw.list(&opts).await {
+                let listed_page = match next.take() {
+                    Some(result) => result,
+                    None => self.lw.list(&opts).await,
+                };
+                let page = match listed_page {
                     Ok(p) => p,
                     Err(e) if e.is_expired() && opts.continue_token.is_some() => {
                         // The continue token expired: one unpaged list at the same version.
@@ -428,17 +446,21 @@ where
                     }
                     Err(e) => return Err(e),
                 };
-                let mut batch = Vec::with_capacity(page.items.len());
-                for obj in page.items {
-                    if let Some((key, obj)) = self.prepare(obj) {
-                        listed.listed(&key);
-                        batch.push((key, obj));
-                    }
-                }
-                self.queue.replace_items(batch);
                 match page.continue_token {
-                    Some(token) => opts.continue_token = Some(token),
+                    Some(token) => {
+                        // The next page is asked for first: its decode (off this task, for
+                        // a large page) runs while this page's objects are queued.
+                        opts.continue_token = Some(token);
+                        let mut next_list = std::pin::pin!(self.lw.list(&opts));
+                        let polled = futures::poll!(next_list.as_mut());
+                        self.queue_page(page.items, &mut listed);
+                        next = Some(match polled {
+                            std::task::Poll::Ready(result) => result,
+                            std::task::Poll::Pending => next_list.await,
+                        });
+                    }
                     None => {
+                        self.queue_page(page.items, &mut listed);
                         listed.finish(&*self.queue);
                         self.state.set_rv(&page.resource_version);
                         self.rv_unavailable = false;
