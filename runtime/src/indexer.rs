@@ -324,8 +324,8 @@ fn index_names<K>(inner: &Inner<K>) -> Vec<String> {
 /// Moves `key` (the items map's own) from the values of `old` to those of `new` in every index.
 fn update_indices<K>(inner: &mut Inner<K>, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
     let Inner { namespace_of, by_namespace, indexers, indices, .. } = inner;
-    let old_ns = old.map(|o| namespace_of(o));
-    let new_ns = new.map(|o| namespace_of(o));
+    let old_ns = old.map(*namespace_of);
+    let new_ns = new.map(*namespace_of);
     if old_ns != new_ns {
         if let Some(v) = old_ns {
             remove_key(by_namespace, v, key);

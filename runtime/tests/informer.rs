@@ -655,3 +655,43 @@ async fn shutdown_ends_everything_and_refuses_new_work() {
     assert!(matches!(inf.add_event_handler(Recorder::default()), Err(Error::ShutDown)));
     eventually(5, "watch closed", || server.open_watches() == 0).await;
 }
+
+/// A lister-watcher that notes, when each list is asked for, how many objects the informer
+/// already holds in its queue and store.
+#[derive(Clone)]
+struct NotingHandedOver {
+    server: FakeApiServer<ConfigMap>,
+    informer: Arc<std::sync::OnceLock<SharedIndexInformer<ConfigMap>>>,
+    noted: Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+impl informer_runtime::ListerWatcher<ConfigMap> for NotingHandedOver {
+    async fn list(&self, opts: &informer_runtime::ListOptions) -> Result<informer_runtime::ListPage<ConfigMap>, Error> {
+        let held = self.informer.get().map_or(0, |i| i.queue_len() + i.indexer().len());
+        self.noted.lock().unwrap().push(held);
+        self.server.list(opts).await
+    }
+
+    async fn watch(&self, opts: &informer_runtime::WatchOptions) -> Result<informer_runtime::WatchStream<ConfigMap>, Error> {
+        self.server.watch(opts).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_page_is_asked_for_before_this_page_is_queued() {
+    let server = FakeApiServer::new();
+    for i in 0..1203 {
+        server.create(cm("ns", &format!("cm{i}"), &[]));
+    }
+    let lw = NotingHandedOver { server: server.clone(), informer: Default::default(), noted: Default::default() };
+    let inf = SharedIndexInformer::new(lw.clone(), options(WatchListMode::Never, QueueMode::InOrder));
+    lw.informer.set(inf.clone()).ok().unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_sync().await);
+    converged(&server, &inf).await;
+    let noted = lw.noted.lock().unwrap().clone();
+    assert_eq!(noted.len(), 3, "1203 objects in pages of 500: {noted:?}");
+    assert_eq!(noted[1], 0, "page 2 asked for before page 1's objects were queued: {noted:?}");
+    assert!(noted[2] <= 500, "page 3 asked for before page 2's objects were queued: {noted:?}");
+    assert_eq!(inf.indexer().len(), 1203);
+}
