@@ -1,15 +1,21 @@
-//! JSON list responses decoded item by item: one scan finds each item's text (borrowed from
-//! the response), then the items are decoded in contiguous parts, on several threads when
+//! JSON list responses decoded item by item, in contiguous parts, on several threads when
 //! they are many bytes (see `crate::parallel`). A part's items are copied once into an
 //! array of their own and read by one deserializer, so its buffer for strings with escapes
 //! is reused from item to item instead of grown afresh for each.
+//!
+//! A page laid out as kube-apiserver lays it out is cut into parts without reading its items
+//! first (`crate::json_list_split`: the cuts are guessed, and proved by the parts' decode).
+//! Any other page, and any page whose split decode fails, is read the slow way: one scan
+//! finds each item's text (borrowed from the response), then the texts are decoded in
+//! parts; a failure there names the first bad item.
 //!
 //! Why not `kube_core::ObjectList`: it flattens its type meta, so serde first buffers the
 //! whole page as generic content and decodes the items from that copy.
 //!
 //! Invariants: items keep wire order; an error names the first bad item (`items[i]`); a
 //! `null` or missing `items` is an empty page, an empty `continue` is no continue token;
-//! each item decodes as it would from its own JSON text (its type's own `Deserialize`).
+//! each item decodes as it would from its own JSON text (its type's own `Deserialize`); both
+//! ways give the same page or the same error.
 
 use std::fmt;
 
@@ -17,25 +23,26 @@ use serde::de::{DeserializeOwned, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer as _};
 use serde_json::value::RawValue;
 
+use crate::json_list_split::split;
 use crate::lister_watcher::ListPage;
-use crate::parallel::{in_parts, threads_for, try_concat};
+use crate::parallel::{concat, in_parts, threads_for, threads_for_bytes, try_concat};
 
 /// A list response with its items still as text.
 #[derive(Deserialize)]
-struct RawList<'a> {
+pub(crate) struct RawList<'a> {
     #[serde(default)]
-    metadata: RawListMeta,
+    pub(crate) metadata: RawListMeta,
     #[serde(borrow, default)]
     items: Option<Vec<&'a RawValue>>,
 }
 
 /// What a page needs of `ListMeta`.
 #[derive(Deserialize, Default)]
-struct RawListMeta {
+pub(crate) struct RawListMeta {
     #[serde(rename = "resourceVersion", default)]
-    resource_version: Option<String>,
+    pub(crate) resource_version: Option<String>,
     #[serde(rename = "continue", default)]
-    continue_: Option<String>,
+    pub(crate) continue_: Option<String>,
 }
 
 /// Decodes a JSON list response whose items are `K`s; the error says what and where.
@@ -52,10 +59,59 @@ pub(crate) fn decode_list_then<K: DeserializeOwned + Send>(bytes: &[u8], on_cont
 
 /// [`decode_list_then`] on `threads` threads, or on as many as its size calls for.
 fn decode_list_on<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
+    let mut on_continue = Some(on_continue);
+    let parts = threads.unwrap_or_else(|| threads_for_bytes(bytes.len()));
+    if let Some(page) = decode_split(bytes, parts, &mut on_continue) {
+        return Ok(page);
+    }
+    decode_scanned(bytes, threads, on_continue)
+}
+
+/// The page decoded in the parts [`split`] cuts it into, or `None` when it cannot be cut or
+/// a part does not read as a whole array of `K`s. `on_continue` is called (and taken) once
+/// the page's metadata is read, before its items are decoded.
+fn decode_split<K: DeserializeOwned + Send>(bytes: &[u8], parts: usize, on_continue: &mut Option<impl FnOnce(&str)>) -> Option<ListPage<K>> {
+    let page = split(bytes, parts)?;
+    let continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
+    if let Some(token) = &continue_token {
+        if let Some(call) = on_continue.take() {
+            call(token);
+        }
+    }
+    let decoded = in_parts(&page.parts, page.parts.len(), |_, parts| {
+        parts.iter().try_fold(Vec::new(), |mut items, part| {
+            items.extend(decode_part::<K>(part)?);
+            Some(items)
+        })
+    });
+    Some(ListPage {
+        items: concat(decoded.into_iter().collect::<Option<Vec<_>>>()?),
+        resource_version: page.metadata.resource_version.unwrap_or_default(),
+        continue_token,
+    })
+}
+
+/// The items of `part` (consecutive items of an array with the commas between them), or
+/// `None` unless `[`, `part`, `]` reads as one whole array of `K`s.
+fn decode_part<K: DeserializeOwned>(part: &[u8]) -> Option<Vec<K>> {
+    let mut array = Vec::with_capacity(part.len() + 2);
+    array.push(b'[');
+    array.extend_from_slice(part);
+    array.push(b']');
+    let mut items = Vec::new();
+    let mut read = serde_json::Deserializer::from_slice(&array);
+    (&mut read).deserialize_seq(ItemsInto(&mut items)).ok()?;
+    read.end().ok()?;
+    Some(items)
+}
+
+/// The page read the slow way: one scan for every item's text, then the texts decoded in
+/// parts; `on_continue`, if still there, is called between the two.
+fn decode_scanned<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: Option<impl FnOnce(&str)>) -> Result<ListPage<K>, String> {
     let list: RawList<'_> = serde_json::from_slice(bytes).map_err(|e| format!("list: {e}"))?;
     let continue_token = list.metadata.continue_.filter(|c| !c.is_empty());
-    if let Some(token) = &continue_token {
-        on_continue(token);
+    if let (Some(token), Some(call)) = (&continue_token, on_continue) {
+        call(token);
     }
     let texts: Vec<&str> = list.items.unwrap_or_default().into_iter().map(RawValue::get).collect();
     let threads = threads.unwrap_or_else(|| threads_for(&texts));
@@ -161,6 +217,57 @@ mod tests {
             assert_eq!(page.resource_version, "5");
             assert_eq!(page.continue_token, None);
         }
+    }
+
+    /// What a decode gave, comparable: the items as JSON values, the version, the token.
+    type Outcome = Result<(Vec<serde_json::Value>, String, Option<String>), String>;
+
+    fn outcome(page: Result<ListPage<serde_json::Value>, String>) -> Outcome {
+        page.map(|p| (p.items, p.resource_version, p.continue_token))
+    }
+
+    #[test]
+    fn a_page_cut_without_a_scan_and_a_scanned_page_give_the_same_page_or_error() {
+        let item = |i: usize, inner: &str| format!(r#"{{"metadata":{{"name":"n{i}"}},"spec":{inner}}}"#);
+        // Nested objects that open as the items do: a cut guessed among them is wrong.
+        let nested = format!("[{}]", (0..60).map(|i| format!(r#"{{"a":{i}}},{{"metadata":{{"name":"inner"}}}}"#)).collect::<Vec<_>>().join(","));
+        let plain: Vec<String> = (0..30).map(|i| item(i, r#""s\"\n""#)).collect();
+        let with_nested: Vec<String> = (0..30).map(|i| item(i, if i == 0 { "1" } else { &nested })).collect();
+        let mut bad_item = plain.clone();
+        bad_item[20] = r#"{"metadata":{"name":"x"},"spec":[1,}"#.into();
+        let mut two_bad = plain.clone();
+        two_bad[21] = r#"{"metadata":{"name":"x"}"#.into();
+        two_bad[22] = r#"{"metadata":{"name":"y"}},"#.into();
+        let meta = r#"{"resourceVersion":"4","continue":"more"}"#;
+        let mut pages: Vec<Vec<u8>> = [&plain, &with_nested, &bad_item, &two_bad].iter().map(|items| list(items, meta)).collect();
+        let mut not_utf8 = list(&plain, meta);
+        let at = not_utf8.len() / 2;
+        not_utf8[at] = 0xff;
+        pages.push(not_utf8);
+        pages.push(format!(r#"{{"metadata":{meta},"items":[{}],"metadata":{{}}}}"#, plain.join(",")).into_bytes());
+        pages.push(format!(r#"{{"metadata":{meta},"items":[{}],"x":[1]}}"#, plain.join(",")).into_bytes());
+        pages.push(format!(r#"{{"metadata":{meta},"items":[{}]}}}}"#, plain.join(",")).into_bytes());
+        for (n, bytes) in pages.iter().enumerate() {
+            let scanned = outcome(decode_scanned(bytes, Some(2), None::<fn(&str)>));
+            for threads in [1, 2, 3] {
+                let mut called = Vec::new();
+                let page = outcome(decode_list_on(bytes, Some(threads), |token| called.push(token.to_string())));
+                assert_eq!(page, scanned, "page {n}, {threads} threads");
+                if page.is_ok() {
+                    assert_eq!(called, ["more"], "page {n}, {threads} threads");
+                }
+            }
+        }
+        // The cut is taken where no scan would put it (inside the second item), and the
+        // page still comes out whole.
+        let nested_page = list(&with_nested, meta);
+        let cut = split(&nested_page, 2).expect("laid out as the apiserver does");
+        assert!(cut.parts[0].len() > with_nested[0].len() + 1 + with_nested[1].len() / 2);
+        assert!(!with_nested.iter().any(|i| cut.parts[0].ends_with(i.as_bytes())), "the guessed cut is not between items");
+        assert!(decode_split::<serde_json::Value>(&nested_page, 2, &mut None::<fn(&str)>).is_none());
+        assert!(decode_split::<serde_json::Value>(&pages[0], 2, &mut None::<fn(&str)>).is_some(), "a plain page is cut");
+        // Broken JSON inside an item breaks the page, as the scan reads it.
+        assert!(outcome(decode_list_on(&pages[2], Some(2), |_| {})).unwrap_err().starts_with("list: "));
     }
 
     #[test]

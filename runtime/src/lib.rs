@@ -43,6 +43,7 @@ mod handler;
 mod indexer;
 mod informer;
 mod json_list;
+mod json_list_split;
 mod key;
 mod kube_lister_watcher;
 mod labels;

@@ -32,7 +32,11 @@ pub(crate) fn decode_threads() -> usize {
 /// Threads `encoded` objects are decoded on: one per [`MIN_BYTES_PER_THREAD`] bytes, within
 /// the cores this process may use.
 pub(crate) fn threads_for(encoded: &[impl AsRef<[u8]>]) -> usize {
-    let bytes: usize = encoded.iter().map(|e| e.as_ref().len()).sum();
+    threads_for_bytes(encoded.iter().map(|e| e.as_ref().len()).sum())
+}
+
+/// Threads `bytes` encoded bytes are decoded on, as [`threads_for`].
+pub(crate) fn threads_for_bytes(bytes: usize) -> usize {
     decode_threads().min(bytes / MIN_BYTES_PER_THREAD).max(1)
 }
 
