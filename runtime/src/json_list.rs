@@ -51,11 +51,10 @@ pub(crate) fn decode_list<K: DeserializeOwned + Send>(bytes: &[u8]) -> Result<Li
     decode_list_on(bytes, None, |_| {})
 }
 
-/// [`decode_list`] on `threads` threads (or on as many as its size calls for), calling
-/// `on_continue` with the page's continue token (when it has one) once the page's metadata
-/// is read and before its items are decoded.
-pub(crate) fn decode_list_then<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
-    decode_list_on(bytes, threads, on_continue)
+/// [`decode_list`], calling `on_continue` with the page's continue token (when it has one)
+/// once the page is scanned and before its items are decoded.
+pub(crate) fn decode_list_then<K: DeserializeOwned + Send>(bytes: &[u8], on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
+    decode_list_on(bytes, None, on_continue)
 }
 
 /// [`decode_list_then`] on `threads` threads, or on as many as its size calls for.

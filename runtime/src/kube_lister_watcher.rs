@@ -3,8 +3,8 @@
 //!
 //! Invariants: requests map one to one onto [`ListOptions`] / [`WatchOptions`]; a page
 //! requested with a continue token never also sends a resourceVersion. The page a list
-//! response's continue token names is requested, and decoded, while that response decodes
-//! (see `page_prefetch`), and answers the next `list` asking for it.
+//! response's continue token names is requested while that response decodes (see
+//! `page_prefetch`), and answers the next `list` asking for it.
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::json_list;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
-use crate::page_prefetch::{AheadPage, ListResponse, PrefetchSlot, PrefetchStarter, Sent};
+use crate::page_prefetch::PrefetchSlot;
 use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
 use crate::proto::{self, Message};
 use crate::watch_events::watch_events;
@@ -81,32 +81,39 @@ impl Target {
     }
 
     /// Lists the page `opts` asks for, with a request made by `build`; with `protobuf`,
-    /// asks for protobuf (and reads JSON if the server answers with that). A page that a
-    /// continue token named may already be fetched and decoded ahead (see `page_prefetch`).
-    /// Otherwise the page is fetched now and decodes on a blocking thread when it is many
-    /// bytes (the async worker stays free meanwhile), its items in parts on several threads.
+    /// asks for protobuf (and reads JSON if the server answers with that). The next page's
+    /// request is sent as soon as this page's continue token is read, before its items
+    /// are decoded; a page of many bytes decodes on a blocking thread, so the async worker
+    /// is free to send it meanwhile. A decoded page's buffer goes back to the slot for a
+    /// later page.
     async fn list<T>(&self, opts: &ListOptions, build: BuildList, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
     where
         T: DeserializeOwned + Send + 'static,
     {
-        let request = || build(&self.request, &list_params(opts)).map_err(kube_client::Error::BuildRequest);
-        let response = match self.next_page.send(&self.client, request()?, protobuf).await? {
-            Sent::Fetched(response) => response,
-            Sent::DecodedAhead(page) => match page.downcast::<Result<ListPage<T>, Error>>() {
-                Ok(page) => return *page,
-                // Decoded ahead as another type (one lister-watcher lists one type, so not
-                // met): asked for again.
-                Err(_) => match self.next_page.send(&self.client, request()?, protobuf).await? {
-                    Sent::Fetched(response) => response,
-                    Sent::DecodedAhead(_) => return Err(Error::Decode("list page decoded ahead twice".into())),
-                },
-            },
+        let request = build(&self.request, &list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
+        let response = self.next_page.send(&self.client, request, protobuf).await?;
+        let on_blocking_thread = response.bytes.len() >= MIN_BYTES_PER_THREAD;
+        let (client, builder, opts, next_page) = (self.client.clone(), self.request.clone(), opts.clone(), self.next_page.starter());
+        let decode = move || {
+            let fetch_next = |token: &str| {
+                let next = ListOptions { continue_token: Some(token.to_owned()), ..opts };
+                // A request that does not build is not fetched ahead; asked for, it fails then.
+                if let Ok(request) = build(&builder, &list_params(&next)) {
+                    next_page.start(&client, request, protobuf);
+                }
+            };
+            let page = match response.protobuf {
+                Some(message) => proto::decode_list_then(message, &response.bytes, fetch_next).map_err(|e| Error::Decode(e.to_string())),
+                None => json_list::decode_list_then(&response.bytes, fetch_next).map_err(Error::Decode),
+            };
+            let more = matches!(&page, Ok(page) if page.continue_token.is_some());
+            next_page.done_with(response.bytes, more);
+            page
         };
-        let pages = PageDecoder { client: self.client.clone(), builder: self.request.clone(), opts: opts.clone(), build, protobuf, starter: self.next_page.starter() };
-        if response.bytes.len() < MIN_BYTES_PER_THREAD {
-            return pages.decode(response, None);
+        if !on_blocking_thread {
+            return decode();
         }
-        joined(tokio::task::spawn_blocking(move || pages.decode(response, None)).await, "list page").and_then(|page| page)
+        joined(tokio::task::spawn_blocking(decode).await, "list page").and_then(|page| page)
     }
 
     /// Sends a watch request built by `self.request` (`name` tags it, as kube's `Api` does).
@@ -115,41 +122,6 @@ impl Target {
         T: DeserializeOwned + Send + 'static,
     {
         watch_events(&self.client, req.map_err(kube_client::Error::BuildRequest)?, name, protobuf).await
-    }
-}
-
-/// Decodes the pages of one list, and starts the fetch and decode of each page's next one as
-/// soon as its continue token is read.
-#[derive(Clone)]
-struct PageDecoder {
-    client: Client,
-    builder: Request,
-    opts: ListOptions,
-    build: BuildList,
-    protobuf: Option<&'static Message>,
-    starter: PrefetchStarter,
-}
-
-impl PageDecoder {
-    /// The page in `response`, its items decoded on `threads` threads (or as many as its
-    /// size calls for); its buffer goes back to the slot for a later page. The next page is
-    /// fetched and decoded ahead on one thread, as it runs beside the page before it.
-    fn decode<T: DeserializeOwned + Send + 'static>(&self, response: ListResponse, threads: Option<usize>) -> Result<ListPage<T>, Error> {
-        let fetch_next = |token: &str| {
-            let next = ListOptions { continue_token: Some(token.to_owned()), ..self.opts.clone() };
-            // A request that does not build is not fetched ahead; asked for, it fails then.
-            if let Ok(request) = (self.build)(&self.builder, &list_params(&next)) {
-                let after = self.clone();
-                self.starter.start(&self.client, request, self.protobuf, Box::new(move |response| Box::new(after.decode::<T>(response, Some(1))) as AheadPage));
-            }
-        };
-        let page = match response.protobuf {
-            Some(message) => proto::decode_list_then(message, &response.bytes, threads, fetch_next).map_err(|e| Error::Decode(e.to_string())),
-            None => json_list::decode_list_then(&response.bytes, threads, fetch_next).map_err(Error::Decode),
-        };
-        let more = matches!(&page, Ok(page) if page.continue_token.is_some());
-        self.starter.done_with(response.bytes, more);
-        page
     }
 }
 
@@ -297,7 +269,7 @@ mod tests {
         let service_client = client.clone();
         let lw = KubeListerWatcher::new(Api::<ConfigMap>::all(client));
         // A first page whose token is "gone": served by a list of its own below.
-        lw.target.next_page.starter().start(&service_client, Request::list(&lw.target.request, &list_params(&page(Some("gone")))).unwrap(), None, Box::new(|_| Box::new(()) as AheadPage));
+        lw.target.next_page.starter().start(&service_client, Request::list(&lw.target.request, &list_params(&page(Some("gone")))).unwrap(), None);
         let err = lw.list(&page(Some("gone"))).await.unwrap_err();
         assert!(err.is_expired(), "{err}");
         assert_eq!(*asked.lock().unwrap(), ["gone"], "answered by the fetch ahead, not sent twice");

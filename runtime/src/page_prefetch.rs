@@ -1,31 +1,26 @@
-//! The next page of a paged list, fetched and decoded while this one decodes (client-go's
-//! pager fetches ahead with its page buffer): a list response's bytes are read in, its
-//! continue token found (before its items are decoded), and the next page is fetched and
-//! decoded on a task of its own. The next `list` with that token takes the decoded page from
-//! the task instead of sending the request again. So two pages decode at once, each on one
-//! thread, with no hand-over through the reflector between one page's decode and the next.
+//! The next page of a paged list, fetched while this one decodes (client-go's pager does the
+//! same with its page buffer): a list response's bytes are read in, its continue token found
+//! (the scan that splits its items does that), and the request for the next page is sent
+//! from a task of its own before the items are decoded. The next `list` with that token
+//! takes the bytes from the task instead of sending the request again.
 //!
 //! Invariants:
 //! - At most one page is fetched ahead per lister-watcher, and only the page a token just
-//!   named; the page after it, asked for by its decode, waits until it is taken. The memory
-//!   held ahead is one page, its bytes and then its decoded objects.
-//! - A page fetched ahead is used only for the very request that would have been sent (the
-//!   same URI, the same `Accept`), and it answers as that request would have: its status
-//!   error, body error, decode error or page, as they came.
+//!   named: the memory held ahead is one response's bytes.
+//! - A fetched-ahead response is used only for the very request that would have been sent
+//!   (the same URI, the same `Accept`), and it answers as that request would have: its
+//!   status error, body error or bytes, as they came.
 //! - A fetch nobody takes is cancelled: when a request for another page is made, and when
-//!   the slot (its lister-watcher) or the `list` call awaiting it is dropped; a page
-//!   decoding ahead holds its slot only weakly. A request for another page also ends the
-//!   list it belonged to: what that list's decodes ask for afterwards is not started. A
-//!   clone of a lister-watcher starts with an empty slot.
+//!   the slot (its lister-watcher) or the `list` call awaiting it is dropped. A clone of a
+//!   lister-watcher starts with an empty slot.
 //! - A page's buffer, once its items are decoded, is kept for the body of a page after it
 //!   (pages alternate between two buffers instead of each allocating, and faulting in, its
 //!   own megabyte): at most [`MAX_SPARE_BUFFERS`] are kept, only while a paged list goes on.
 //!   The last page of a list, and a request that is not the page fetched ahead, drop them.
 
-use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -34,7 +29,7 @@ use kube_client::Client;
 use kube_client::client::Body;
 
 use crate::error::Error;
-use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
+use crate::parallel::joined;
 use crate::proto::Message;
 use crate::watch_events::{accept_protobuf, api_error, is_protobuf};
 
@@ -112,36 +107,10 @@ impl RequestId {
     }
 }
 
-/// A page fetched ahead and decoded: the `Result<ListPage<T>, Error>` the `list` that asked
-/// for it would have returned, boxed (a slot serves lists of any item type).
-pub(crate) type AheadPage = Box<dyn Any + Send>;
-
-/// Decodes a page fetched ahead into an [`AheadPage`] (starting the fetch of the page after
-/// it, as a `list` does).
-pub(crate) type DecodeAhead = Box<dyn FnOnce(ListResponse) -> AheadPage + Send>;
-
-/// What [`PrefetchSlot::send`] gives: the response of a request sent now, or the page
-/// fetched and decoded ahead for exactly that request.
-pub(crate) enum Sent {
-    Fetched(ListResponse),
-    DecodedAhead(AheadPage),
-}
-
-/// Fetches `request` and decodes its response with `decode` (on a blocking thread when it
-/// is many bytes).
-async fn fetch_and_decode(client: Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>, buffer: Vec<u8>, decode: DecodeAhead) -> Result<AheadPage, Error> {
-    let response = fetch(client, request, protobuf, buffer).await?;
-    if response.bytes.len() < MIN_BYTES_PER_THREAD {
-        return Ok(decode(response));
-    }
-    joined(tokio::task::spawn_blocking(move || decode(response)).await, "list page decoded ahead")
-}
-
-/// A fetch and decode running on its own task, cancelled when dropped (a decode already
-/// running on a blocking thread ends, and its result is dropped).
+/// A fetch running on its own task, cancelled when dropped.
 struct Ahead {
     id: RequestId,
-    task: tokio::task::JoinHandle<Result<AheadPage, Error>>,
+    task: tokio::task::JoinHandle<Result<ListResponse, Error>>,
 }
 
 impl Drop for Ahead {
@@ -151,27 +120,10 @@ impl Drop for Ahead {
 }
 
 impl Future for Ahead {
-    type Output = Result<AheadPage, Error>;
+    type Output = Result<ListResponse, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.task).poll(cx).map(|task| joined(task, "list page fetched ahead").and_then(|page| page))
-    }
-}
-
-/// A fetch ahead asked for while another still runs: started once that one is taken.
-struct Start {
-    id: RequestId,
-    client: Client,
-    request: http::Request<Vec<u8>>,
-    protobuf: Option<&'static Message>,
-    decode: DecodeAhead,
-}
-
-impl Start {
-    fn launch(self, slot: &mut Slot, runtime: &tokio::runtime::Handle) {
-        let buffer = slot.spare.pop().unwrap_or_default();
-        let task = runtime.spawn(fetch_and_decode(self.client, self.request, self.protobuf, buffer, self.decode));
-        slot.ahead = Some(Ahead { id: self.id, task });
+        Pin::new(&mut self.task).poll(cx).map(|task| joined(task, "list page fetched ahead").and_then(|response| response))
     }
 }
 
@@ -181,37 +133,25 @@ const MAX_SPARE_BUFFERS: usize = 2;
 /// What a lister-watcher keeps between the pages of one list.
 #[derive(Default)]
 struct Slot {
-    /// The fetch (and decode) running ahead.
+    /// The fetch running ahead.
     ahead: Option<Ahead>,
-    /// The fetch asked for by the page running ahead, waiting for that page to be taken.
-    pending: Option<Start>,
     /// Buffers of decoded pages, emptied, for the next pages' bodies.
     spare: Vec<Vec<u8>>,
-    /// Counts the requests that were not a page fetched ahead: a starter made before the
-    /// last of them belongs to a list that is over, and starts nothing.
-    generation: u64,
 }
 
 type Shared = Arc<Mutex<Slot>>;
 
-fn lock(slot: &Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
+fn lock(slot: &Shared) -> std::sync::MutexGuard<'_, Slot> {
     slot.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The one fetch a lister-watcher may have running ahead (and the one it asked for), and its
-/// spare page buffers.
+/// The one fetch a lister-watcher may have running ahead, and its spare page buffers.
 #[derive(Default)]
 pub(crate) struct PrefetchSlot(Shared);
 
 /// Starts fetches ahead into a [`PrefetchSlot`] and takes decoded pages' buffers back into
-/// it, from any thread (a page may decode on a blocking thread). It holds the slot weakly:
-/// a page decoding ahead keeps no lister-watcher's slot alive, so dropping the
-/// lister-watcher cancels its fetches ahead.
-#[derive(Clone)]
-pub(crate) struct PrefetchStarter {
-    slot: Weak<Mutex<Slot>>,
-    generation: u64,
-}
+/// it, from any thread (a page may decode on a blocking thread).
+pub(crate) struct PrefetchStarter(Shared);
 
 impl Clone for PrefetchSlot {
     /// An empty slot: a fetch ahead belongs to the lister-watcher whose list asked for it.
@@ -221,69 +161,46 @@ impl Clone for PrefetchSlot {
 }
 
 impl PrefetchSlot {
-    /// Sends `request`, or takes the page fetched and decoded ahead for exactly it (and
-    /// starts the fetch that page asked for); a fetch ahead for any other request is
-    /// cancelled, the one waiting forgotten and the spare buffers dropped.
-    pub(crate) async fn send(&self, client: &Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) -> Result<Sent, Error> {
+    /// Sends `request`, or takes its response from the fetch ahead made for exactly it; a
+    /// fetch ahead for any other request is cancelled, and the spare buffers dropped.
+    pub(crate) async fn send(&self, client: &Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) -> Result<ListResponse, Error> {
         let ahead = {
             let mut slot = lock(&self.0);
             let ahead = slot.ahead.take().filter(|ahead| ahead.id == RequestId::of(&request, protobuf));
-            match (&ahead, tokio::runtime::Handle::try_current()) {
-                (Some(_), Ok(runtime)) => {
-                    if let Some(next) = slot.pending.take() {
-                        next.launch(&mut slot, &runtime);
-                    }
-                }
-                (Some(_), Err(_)) => slot.pending = None,
-                (None, _) => {
-                    slot.spare = Vec::new();
-                    slot.pending = None;
-                    slot.generation += 1;
-                }
+            if ahead.is_none() {
+                slot.spare = Vec::new();
             }
             ahead
         };
         match ahead {
-            Some(ahead) => ahead.await.map(Sent::DecodedAhead),
-            None => fetch(client.clone(), request, protobuf, Vec::new()).await.map(Sent::Fetched),
+            Some(ahead) => ahead.await,
+            None => fetch(client.clone(), request, protobuf, Vec::new()).await,
         }
     }
 
-    /// What starts fetches ahead into this slot for the list of the request sent last.
+    /// What starts fetches ahead into this slot.
     pub(crate) fn starter(&self) -> PrefetchStarter {
-        PrefetchStarter { slot: Arc::downgrade(&self.0), generation: lock(&self.0).generation }
+        PrefetchStarter(self.0.clone())
     }
 }
 
 impl PrefetchStarter {
-    /// Starts fetching `request` on a task of its own and decoding it with `decode`; if a
-    /// fetch ahead still runs (the page whose decode asks for this one), it starts once that
-    /// one is taken. Nothing starts outside a tokio runtime, once the slot is gone, or when
-    /// the slot has served another list since this starter was made.
-    pub(crate) fn start(&self, client: &Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>, decode: DecodeAhead) {
+    /// Starts fetching `request` on a task of its own, in place of any fetch ahead there was
+    /// (outside a tokio runtime, nothing is fetched ahead).
+    pub(crate) fn start(&self, client: &Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let Some(shared) = self.slot.upgrade() else { return };
-        let mut slot = lock(&shared);
-        if slot.generation != self.generation {
-            return;
-        }
-        let start = Start { id: RequestId::of(&request, protobuf), client: client.clone(), request, protobuf, decode };
-        if slot.ahead.is_some() {
-            slot.pending = Some(start);
-        } else {
-            start.launch(&mut slot, &runtime);
-        }
+        let id = RequestId::of(&request, protobuf);
+        let mut slot = lock(&self.0);
+        let buffer = slot.spare.pop().unwrap_or_default();
+        let task = runtime.spawn(fetch(client.clone(), request, protobuf, buffer));
+        slot.ahead = Some(Ahead { id, task });
     }
 
     /// Takes back the bytes of a decoded page: kept for a later page's body when `more`
     /// pages follow and nothing else holds them; when none follow, every spare buffer is
     /// dropped.
     pub(crate) fn done_with(&self, bytes: Bytes, more: bool) {
-        let Some(shared) = self.slot.upgrade() else { return };
-        let mut slot = lock(&shared);
-        if slot.generation != self.generation {
-            return;
-        }
+        let mut slot = lock(&self.0);
         if !more {
             slot.spare = Vec::new();
             return;
@@ -352,59 +269,41 @@ mod tests {
         lock(&slot.0).spare.len()
     }
 
-    /// A decode ahead that keeps the page's bytes as they are.
-    fn keep_bytes() -> DecodeAhead {
-        Box::new(|response: ListResponse| Box::new(response.bytes) as AheadPage)
-    }
-
-    fn bytes_of(sent: Sent) -> Bytes {
-        match sent {
-            Sent::Fetched(response) => response.bytes,
-            Sent::DecodedAhead(page) => *page.downcast::<Bytes>().expect("bytes kept"),
-        }
-    }
-
-    fn ahead_uri(slot: &PrefetchSlot) -> Option<String> {
-        lock(&slot.0).ahead.as_ref().map(|ahead| ahead.id.uri.clone())
-    }
-
     #[tokio::test]
     async fn pages_of_one_list_alternate_between_two_buffers_and_the_last_page_drops_them() {
         let client = chunked_server(BODY, 17, Some(BODY.len()), None);
         let slot = PrefetchSlot::default();
+        let starter = slot.starter();
         // As a list goes: the next page is started while this one decodes, then this one's
         // bytes are handed back.
-        let first = bytes_of(slot.send(&client, page(""), None).await.unwrap());
-        let starter = slot.starter();
-        starter.start(&client, page("p2"), None, keep_bytes());
-        let first_buffer = first.as_ptr();
-        starter.done_with(first, true);
+        let first = slot.send(&client, page(""), None).await.unwrap();
+        starter.start(&client, page("p2"), None);
+        let first_buffer = first.bytes.as_ptr();
+        starter.done_with(first.bytes, true);
         assert_eq!(spares(&slot), 1);
-        let second = bytes_of(slot.send(&client, page("p2"), None).await.unwrap());
-        assert_ne!(second.as_ptr(), first_buffer, "the second page was read while the first decoded");
-        starter.start(&client, page("p3"), None, keep_bytes());
+        let second = slot.send(&client, page("p2"), None).await.unwrap();
+        assert_ne!(second.bytes.as_ptr(), first_buffer, "the second page was read while the first decoded");
+        starter.start(&client, page("p3"), None);
         assert_eq!(spares(&slot), 0, "the fetch ahead took the spare buffer");
-        starter.done_with(second, true);
-        let third = bytes_of(slot.send(&client, page("p3"), None).await.unwrap());
-        assert_eq!(&third[..], BODY);
-        assert_eq!(third.as_ptr(), first_buffer, "the third page is read into the first page's buffer");
-        starter.done_with(third, false);
+        starter.done_with(second.bytes, true);
+        let third = slot.send(&client, page("p3"), None).await.unwrap();
+        assert_eq!(&third.bytes[..], BODY);
+        assert_eq!(third.bytes.as_ptr(), first_buffer, "the third page is read into the first page's buffer");
+        starter.done_with(third.bytes, false);
         assert_eq!(spares(&slot), 0, "the last page drops every spare buffer");
 
         // Bytes something else still holds are not reused.
-        let held = bytes_of(slot.send(&client, page(""), None).await.unwrap());
-        let starter = slot.starter();
-        let clone = held.clone();
-        starter.done_with(held, true);
+        let held = slot.send(&client, page(""), None).await.unwrap();
+        let clone = held.bytes.clone();
+        starter.done_with(held.bytes, true);
         assert_eq!(spares(&slot), 0);
         drop(clone);
         // At most two are kept; a request other than the page fetched ahead drops them.
         for _ in 0..3 {
-            let r = bytes_of(slot.send(&client, page("x"), None).await.unwrap());
-            slot.starter().done_with(r, true);
+            let r = slot.send(&client, page("x"), None).await.unwrap();
+            starter.done_with(r.bytes, true);
         }
         assert_eq!(spares(&slot), 1, "each send that is not the page fetched ahead starts without spares");
-        let starter = slot.starter();
         let (a, b, c) = (
             fetch(client.clone(), get(), None, Vec::new()).await.unwrap(),
             fetch(client.clone(), get(), None, Vec::new()).await.unwrap(),
@@ -416,47 +315,6 @@ mod tests {
         assert_eq!(spares(&slot), MAX_SPARE_BUFFERS);
         slot.send(&client, page("y"), None).await.unwrap();
         assert_eq!(spares(&slot), 0);
-    }
-
-    #[tokio::test]
-    async fn a_page_asked_for_by_a_page_still_ahead_starts_when_that_one_is_taken() {
-        let client = chunked_server(BODY, 17, Some(BODY.len()), None);
-        let slot = PrefetchSlot::default();
-        slot.send(&client, page(""), None).await.unwrap();
-        let starter = slot.starter();
-        starter.start(&client, page("p2"), None, keep_bytes());
-        // What p2's decode asks for while p2 is still in the slot.
-        starter.start(&client, page("p3"), None, keep_bytes());
-        assert!(ahead_uri(&slot).unwrap().ends_with("continue=p2"));
-        assert!(lock(&slot.0).pending.is_some());
-        assert_eq!(&bytes_of(slot.send(&client, page("p2"), None).await.unwrap())[..], BODY);
-        assert!(ahead_uri(&slot).unwrap().ends_with("continue=p3"), "taking p2 started p3");
-        assert!(lock(&slot.0).pending.is_none());
-        assert!(matches!(slot.send(&client, page("p3"), None).await.unwrap(), Sent::DecodedAhead(_)));
-
-        // A request for another page forgets what waits, and a starter of the list before
-        // it starts nothing more.
-        starter.start(&client, page("p4"), None, keep_bytes());
-        starter.start(&client, page("p5"), None, keep_bytes());
-        assert!(matches!(slot.send(&client, page(""), None).await.unwrap(), Sent::Fetched(_)));
-        assert!(ahead_uri(&slot).is_none() && lock(&slot.0).pending.is_none());
-        starter.start(&client, page("p2"), None, keep_bytes());
-        assert!(ahead_uri(&slot).is_none(), "a starter of a list that is over starts nothing");
-        slot.starter().start(&client, page("p2"), None, keep_bytes());
-        assert!(ahead_uri(&slot).is_some());
-    }
-
-    #[tokio::test]
-    async fn a_page_decoding_ahead_does_not_keep_its_slot_alive() {
-        let client = chunked_server(BODY, 17, Some(BODY.len()), None);
-        let slot = PrefetchSlot::default();
-        let starter = slot.starter();
-        // As a page's decode does: the decode ahead holds a starter of the same slot.
-        let held = starter.clone();
-        starter.start(&client, page("p2"), None, Box::new(move |response: ListResponse| Box::new((held, response.bytes)) as AheadPage));
-        assert!(ahead_uri(&slot).is_some());
-        drop(slot);
-        assert!(starter.slot.upgrade().is_none(), "the slot, and with it the fetch ahead, is gone");
     }
 
     #[tokio::test]

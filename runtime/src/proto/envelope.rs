@@ -72,16 +72,14 @@ pub fn decode_list<K: DeserializeOwned + Send>(item: &'static Message, bytes: &[
     decode_list_on(item, bytes, None, |_| {})
 }
 
-/// [`decode_list`] on `threads` threads (or on as many as its size calls for), calling
-/// `on_continue` with the page's continue token (when it has one) once the page is scanned
-/// and before its items are decoded.
+/// [`decode_list`], calling `on_continue` with the page's continue token (when it has one)
+/// once the page is scanned and before its items are decoded.
 pub(crate) fn decode_list_then<K: DeserializeOwned + Send>(
     item: &'static Message,
     bytes: &[u8],
-    threads: Option<usize>,
     on_continue: impl FnOnce(&str),
 ) -> Result<ListPage<K>, ProtoError> {
-    decode_list_on(item, bytes, threads, on_continue)
+    decode_list_on(item, bytes, None, on_continue)
 }
 
 /// [`decode_list_then`] on `threads` threads, or on as many as its size calls for.
