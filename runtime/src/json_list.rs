@@ -19,6 +19,7 @@
 
 use std::fmt;
 
+use bytes::Bytes;
 use serde::de::{DeserializeOwned, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer as _};
 use serde_json::value::RawValue;
@@ -47,21 +48,29 @@ pub(crate) struct RawListMeta {
 
 /// Decodes a JSON list response whose items are `K`s; the error says what and where.
 #[cfg(test)]
-pub(crate) fn decode_list<K: DeserializeOwned + Send>(bytes: &[u8]) -> Result<ListPage<K>, String> {
-    decode_list_on(bytes, None, |_| {})
+pub(crate) fn decode_list<K: DeserializeOwned + Send + 'static>(bytes: &[u8]) -> Result<ListPage<K>, String> {
+    decode_list_on(bytes, None, None, |_| {})
 }
 
 /// [`decode_list`], calling `on_continue` with the page's continue token (when it has one)
-/// once the page is scanned and before its items are decoded.
-pub(crate) fn decode_list_then<K: DeserializeOwned + Send>(bytes: &[u8], on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
-    decode_list_on(bytes, None, on_continue)
+/// once the page's metadata is read and before its items are decoded. Inside a tokio
+/// runtime, and on one of its blocking threads when the page is many bytes (as it must be
+/// then), the parts of a page cut without a scan decode on the runtime's blocking pool.
+pub(crate) fn decode_list_then<K: DeserializeOwned + Send + 'static>(bytes: &Bytes, on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
+    decode_list_on(bytes, None, Some(bytes), on_continue)
 }
 
-/// [`decode_list_then`] on `threads` threads, or on as many as its size calls for.
-fn decode_list_on<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
+/// [`decode_list_then`] on `threads` threads, or on as many as its size calls for; the
+/// parts go to tokio's blocking pool only when the page's `Bytes` are given.
+fn decode_list_on<K: DeserializeOwned + Send + 'static>(
+    bytes: &[u8],
+    threads: Option<usize>,
+    pooled: Option<&Bytes>,
+    on_continue: impl FnOnce(&str),
+) -> Result<ListPage<K>, String> {
     let mut on_continue = Some(on_continue);
     let parts = threads.unwrap_or_else(|| threads_for_bytes(bytes.len()));
-    if let Some(page) = decode_split(bytes, parts, &mut on_continue) {
+    if let Some(page) = decode_split(bytes, parts, pooled, &mut on_continue) {
         return Ok(page);
     }
     decode_scanned(bytes, threads, on_continue)
@@ -70,7 +79,12 @@ fn decode_list_on<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usiz
 /// The page decoded in the parts [`split`] cuts it into, or `None` when it cannot be cut or
 /// a part does not read as a whole array of `K`s. `on_continue` is called (and taken) once
 /// the page's metadata is read, before its items are decoded.
-fn decode_split<K: DeserializeOwned + Send>(bytes: &[u8], parts: usize, on_continue: &mut Option<impl FnOnce(&str)>) -> Option<ListPage<K>> {
+fn decode_split<K: DeserializeOwned + Send + 'static>(
+    bytes: &[u8],
+    parts: usize,
+    pooled: Option<&Bytes>,
+    on_continue: &mut Option<impl FnOnce(&str)>,
+) -> Option<ListPage<K>> {
     let page = split(bytes, parts)?;
     let continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
     if let Some(token) = &continue_token {
@@ -78,17 +92,47 @@ fn decode_split<K: DeserializeOwned + Send>(bytes: &[u8], parts: usize, on_conti
             call(token);
         }
     }
-    let decoded = in_parts(&page.parts, page.parts.len(), |_, parts| {
-        parts.iter().try_fold(Vec::new(), |mut items, part| {
-            items.extend(decode_part::<K>(part)?);
-            Some(items)
-        })
-    });
+    let runtime = tokio::runtime::Handle::try_current().ok();
+    let decoded = match (pooled, runtime) {
+        (Some(owner), Some(runtime)) if page.parts.len() > 1 => on_blocking_pool(&runtime, owner, &page.parts),
+        _ => in_parts(&page.parts, page.parts.len(), |_, parts| {
+            parts.iter().try_fold(Vec::new(), |mut items, part| {
+                items.extend(decode_part::<K>(part)?);
+                Some(items)
+            })
+        }),
+    };
     Some(ListPage {
         items: concat(decoded.into_iter().collect::<Option<Vec<_>>>()?),
         resource_version: page.metadata.resource_version.unwrap_or_default(),
         continue_token,
     })
+}
+
+/// `parts` (slices of `owner`) decoded, the first on this thread and the others on the
+/// runtime's blocking pool, in order: its threads outlive a page, so none is started for
+/// one, and each keeps the strings it interned last. This thread waits for the others, so it
+/// must be a blocking thread. A part whose task was cancelled (the runtime shutting down)
+/// is `None`; a panic in one is raised here.
+fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runtime::Handle, owner: &Bytes, parts: &[&[u8]]) -> Vec<Option<Vec<K>>> {
+    let helpers: Vec<_> = parts[1..]
+        .iter()
+        .map(|part| {
+            let start = part.as_ptr() as usize - owner.as_ptr() as usize;
+            let part = owner.slice(start..start + part.len());
+            runtime.spawn_blocking(move || decode_part::<K>(&part))
+        })
+        .collect();
+    let mut decoded = Vec::with_capacity(parts.len());
+    decoded.push(decode_part(parts[0]));
+    for helper in helpers {
+        decoded.push(match futures::executor::block_on(helper) {
+            Ok(part) => part,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => None,
+        });
+    }
+    decoded
 }
 
 /// The items of `part` (consecutive items of an array with the commas between them), or
@@ -189,7 +233,7 @@ mod tests {
         let bytes = list(&items, r#"{"resourceVersion":"77","continue":"next"}"#);
         let kube: kube_core::ObjectList<ConfigMap> = serde_json::from_slice(&bytes).unwrap();
         for threads in [1, 2, 4] {
-            let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads), |_| {}).unwrap();
+            let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads), None, |_| {}).unwrap();
             assert_eq!(page.items, kube.items, "{threads} threads");
             assert_eq!(page.resource_version, "77");
             assert_eq!(page.continue_token.as_deref(), Some("next"));
@@ -204,7 +248,7 @@ mod tests {
         let levels = (1..400).take_while(|&l| serde_json::from_str::<serde_json::Value>(&deep(l)).is_ok()).last().unwrap();
         assert!(serde_json::from_str::<Vec<serde_json::Value>>(&format!("[{}]", deep(levels))).is_err());
         let items = vec!["1".to_string(), deep(levels), "3".to_string()];
-        let page: ListPage<serde_json::Value> = decode_list_on(&list(&items, "{}"), Some(1), |_| {}).unwrap();
+        let page: ListPage<serde_json::Value> = decode_list_on(&list(&items, "{}"), Some(1), None, |_| {}).unwrap();
         let expected: Vec<serde_json::Value> = items.iter().map(|i| serde_json::from_str(i).unwrap()).collect();
         assert_eq!(page.items, expected);
     }
@@ -251,7 +295,7 @@ mod tests {
             let scanned = outcome(decode_scanned(bytes, Some(2), None::<fn(&str)>));
             for threads in [1, 2, 3] {
                 let mut called = Vec::new();
-                let page = outcome(decode_list_on(bytes, Some(threads), |token| called.push(token.to_string())));
+                let page = outcome(decode_list_on(bytes, Some(threads), None, |token| called.push(token.to_string())));
                 assert_eq!(page, scanned, "page {n}, {threads} threads");
                 if page.is_ok() {
                     assert_eq!(called, ["more"], "page {n}, {threads} threads");
@@ -264,10 +308,28 @@ mod tests {
         let cut = split(&nested_page, 2).expect("laid out as the apiserver does");
         assert!(cut.parts[0].len() > with_nested[0].len() + 1 + with_nested[1].len() / 2);
         assert!(!with_nested.iter().any(|i| cut.parts[0].ends_with(i.as_bytes())), "the guessed cut is not between items");
-        assert!(decode_split::<serde_json::Value>(&nested_page, 2, &mut None::<fn(&str)>).is_none());
-        assert!(decode_split::<serde_json::Value>(&pages[0], 2, &mut None::<fn(&str)>).is_some(), "a plain page is cut");
+        assert!(decode_split::<serde_json::Value>(&nested_page, 2, None, &mut None::<fn(&str)>).is_none());
+        assert!(decode_split::<serde_json::Value>(&pages[0], 2, None, &mut None::<fn(&str)>).is_some(), "a plain page is cut");
         // Broken JSON inside an item breaks the page, as the scan reads it.
-        assert!(outcome(decode_list_on(&pages[2], Some(2), |_| {})).unwrap_err().starts_with("list: "));
+        assert!(outcome(decode_list_on(&pages[2], Some(2), None, |_| {})).unwrap_err().starts_with("list: "));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn parts_decoded_on_the_blocking_pool_give_the_page_a_scan_gives() {
+        // Pages of several parts, one with a wrong guess among them, decoded as the
+        // lister-watcher does: on a blocking thread, from the response's `Bytes`.
+        let nested = format!("[{}]", (0..2000).map(|i| format!(r#"{{"a":{i}}},{{"metadata":{{"name":"inner"}}}}"#)).collect::<Vec<_>>().join(","));
+        let plain: Vec<String> = (0..2000).map(config_map).collect();
+        let with_nested: Vec<String> = (0..4).map(|i| format!(r#"{{"metadata":{{"name":"n{i}"}},"spec":{}}}"#, if i == 0 { "1" } else { &nested })).collect();
+        let mut bad: Vec<String> = plain.clone();
+        bad[1500] = r#"{"metadata":{"name":7}}"#.into();
+        for items in [plain, with_nested, bad] {
+            let bytes = Bytes::from(list(&items, r#"{"resourceVersion":"8","continue":"c"}"#));
+            assert!(threads_for_bytes(bytes.len()) == 1 || split(&bytes, 2).is_some());
+            let expected = outcome(decode_scanned(&bytes, None, None::<fn(&str)>));
+            let pooled = tokio::task::spawn_blocking(move || outcome(decode_list_then(&bytes, |_| {}))).await.unwrap();
+            assert_eq!(pooled, expected);
+        }
     }
 
     #[test]
@@ -276,7 +338,7 @@ mod tests {
         items[25] = r#"{"metadata":{"name":7}}"#.into();
         items[35] = r#"{"metadata":{"name":8}}"#.into();
         for threads in [1, 4] {
-            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads), |_| {}).unwrap_err();
+            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads), None, |_| {}).unwrap_err();
             assert!(err.starts_with("items[25]: "), "{threads} threads: {err}");
         }
         let err = decode_list::<ConfigMap>(br#"{"items":[{"metadata":{}}"#).unwrap_err();
