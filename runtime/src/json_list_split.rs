@@ -179,8 +179,8 @@ mod tests {
         let many = [ITEM; 8].join(",");
         for bytes in [
             format!(r#"{{"items":[{many}],"metadata":{{}}}}"#),
-            format!(r#"{{"metadata":{{}},"items":null}}"#),
-            format!(r#"{{"metadata":{{}},"items":{{"a":[1]}}}}"#),
+            r#"{"metadata":{},"items":null}"#.to_string(),
+            r#"{"metadata":{},"items":{"a":[1]}}"#.to_string(),
             format!(r#"{{"metadata":{{}},"x":"items","items":[{many}]}}"#),
             format!(r#"{{"metadata":{{"resourceVersion":1}},"items":[{many}]}}"#),
             format!(r#"{{"metadata":{{}},"items":[{many}]"#),
