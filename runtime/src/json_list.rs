@@ -18,6 +18,8 @@
 //! ways give the same page or the same error.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use serde::de::{DeserializeOwned, SeqAccess, Visitor};
@@ -111,23 +113,35 @@ fn decode_split<K: DeserializeOwned + Send + 'static>(
 
 /// `parts` (slices of `owner`) decoded, the first on this thread and the others on the
 /// runtime's blocking pool, in order: its threads outlive a page, so none is started for
-/// one, and each keeps the strings it interned last. This thread waits for the others, so it
-/// must be a blocking thread. A part whose task was cancelled (the runtime shutting down)
-/// is `None`; a panic in one is raised here.
+/// one, and each keeps the strings it interned last. A part whose task has not started by
+/// the time this thread is done with the ones before it is decoded here instead (so a pool
+/// with no thread to spare, as with `max_blocking_threads(1)`, never leaves this thread
+/// waiting for work that cannot start); this thread waits only for parts already being
+/// decoded, so it must be a blocking thread. A part whose task was cancelled (the runtime
+/// shutting down) is `None`; a panic in one is raised here.
 fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runtime::Handle, owner: &Bytes, parts: &[&[u8]]) -> Vec<Option<Vec<K>>> {
     let helpers: Vec<_> = parts[1..]
         .iter()
         .map(|part| {
             let start = part.as_ptr() as usize - owner.as_ptr() as usize;
             let part = owner.slice(start..start + part.len());
-            runtime.spawn_blocking(move || decode_part::<K>(&part))
+            let taken = Arc::new(AtomicBool::new(false));
+            let task = runtime.spawn_blocking({
+                let taken = taken.clone();
+                move || (!taken.swap(true, Ordering::AcqRel)).then(|| decode_part::<K>(&part))
+            });
+            (taken, task)
         })
         .collect();
     let mut decoded = Vec::with_capacity(parts.len());
     decoded.push(decode_part(parts[0]));
-    for helper in helpers {
-        decoded.push(match futures::executor::block_on(helper) {
-            Ok(part) => part,
+    for (part, (taken, task)) in parts[1..].iter().zip(helpers) {
+        if !taken.swap(true, Ordering::AcqRel) {
+            decoded.push(decode_part(part));
+            continue;
+        }
+        decoded.push(match futures::executor::block_on(task) {
+            Ok(part) => part.flatten(),
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(_) => None,
         });
@@ -330,6 +344,22 @@ mod tests {
             let pooled = tokio::task::spawn_blocking(move || outcome(decode_list_then(&bytes, |_| {}))).await.unwrap();
             assert_eq!(pooled, expected);
         }
+    }
+
+    #[test]
+    fn a_pool_with_no_thread_to_spare_does_not_leave_the_page_waiting() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).max_blocking_threads(1).build().unwrap();
+        let items: Vec<String> = (0..2000).map(config_map).collect();
+        let bytes = Bytes::from(list(&items, "{}"));
+        let owner = bytes.clone();
+        let parts = split(&bytes, 2).expect("laid out as the apiserver does").parts;
+        assert_eq!(parts.len(), 2);
+        // On the only blocking thread: the second part's task cannot start until this one
+        // ends, so this thread decodes it.
+        let decoded: Vec<Option<Vec<ConfigMap>>> =
+            runtime.block_on(runtime.spawn_blocking(move || on_blocking_pool(&tokio::runtime::Handle::current(), &owner, &split(&owner, 2).unwrap().parts))).unwrap();
+        let kube: kube_core::ObjectList<ConfigMap> = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(concat(decoded.into_iter().map(Option::unwrap).collect()), kube.items);
     }
 
     #[test]
