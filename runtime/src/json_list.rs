@@ -123,8 +123,7 @@ fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runti
     let helpers: Vec<_> = parts[1..]
         .iter()
         .map(|part| {
-            let start = part.as_ptr() as usize - owner.as_ptr() as usize;
-            let part = owner.slice(start..start + part.len());
+            let part = owner.slice_ref(part);
             let taken = Arc::new(AtomicBool::new(false));
             let task = runtime.spawn_blocking({
                 let taken = taken.clone();
