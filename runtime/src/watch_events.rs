@@ -17,20 +17,24 @@
 //!   content type) is read as length-prefixed frames, one event each, decoded with the
 //!   kind's table. Otherwise one non-blank line is one event (read as a stream of JSON
 //!   values: an event spread over several lines, which no API server sends, also decodes).
-//! - An event inside one chunk is taken without a copy; only one split across chunks is
-//!   gathered into a buffer first. A batch of several JSON lines is copied into one text
-//!   on the thread that decodes it and read by one serde_json stream deserializer (its
-//!   buffer for strings with escapes reused, strings not checked as UTF-8 one by one); a
-//!   line that does not decode is an error in its place and the next line decodes as if
-//!   it were alone.
+//! - Chunks are not cut into events on the async worker: each is only scanned for where
+//!   its last event ends (its last newline; for protobuf, the frame lengths), and the
+//!   chunks up to there are gathered as they are (shared, not copied). A batch that is one
+//!   chunk is decoded where it lies; a batch of several is copied into one buffer on the
+//!   thread that decodes it. JSON lines are checked as UTF-8 at once and read by one
+//!   serde_json stream deserializer (its buffer for strings with escapes reused); a line
+//!   that does not decode is an error in its place and the next line decodes as if it
+//!   were alone; in a batch that is not all UTF-8, each line is decoded alone.
 //! - The whole events received so far (up to [`BATCH_BYTES`] ahead of the batches not yet
 //!   yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD` bytes is decoded
 //!   on a blocking thread, so the async worker stays free for the connection and the pump
 //!   while it decodes; at most `decode_threads()` batches decode at once, and the next one
-//!   gathers meanwhile. A smaller batch (a watch's single events) is decoded in place,
-//!   without a thread hand-over. Batches are yielded in wire order, each buffer freed once
-//!   yielded; the stream waits for the pump only when it has nothing decoded to yield and
-//!   no batch decoding.
+//!   gathers meanwhile, also while the events of an earlier batch are being yielded.
+//!   Fewer bytes wait for a free thread while another batch is on its way, and are
+//!   decoded in place when none is and nothing is left to yield (a watch's single events,
+//!   without a thread hand-over). Batches are yielded in wire order, each buffer freed
+//!   once yielded; the stream waits for the pump only when it has nothing decoded to
+//!   yield and no batch decoding.
 //! - A panic while decoding a batch is raised again where the stream is polled.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
 //!   does not decode yields [`Error::Decode`]. An unterminated last line that is cut short
@@ -38,7 +42,6 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -161,15 +164,14 @@ async fn pump(mut body: Body, chunks: mpsc::Sender<Result<Bytes, Error>>) {
 
 /// How a watch body is cut into events, and how they are decoded.
 trait Framing: Unpin + Copy + Send + 'static {
-    /// The first whole event in `buf`: the range of its encoding and the bytes it takes;
-    /// `None` when `buf` holds only the start of one.
-    fn split(buf: &[u8]) -> Option<(Range<usize>, usize)>;
-    /// How many bytes of `rest` complete the event whose start is `partial`; `None` when it
-    /// takes all of `rest` and more.
-    fn completing(partial: &[u8], rest: &[u8]) -> Option<usize>;
-    /// The events encoded in `events`, in order (a blank line is none), decoded on the
-    /// calling thread.
-    fn decode<T: DeserializeOwned>(&self, events: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>>;
+    /// What is known, between chunks, of the event being read.
+    type Cursor: Default + Unpin + Send;
+    /// Reads `chunk`, which follows the bytes `cursor` has read, and returns where the last
+    /// event that ends in it ends; `None` when none does.
+    fn scan(cursor: &mut Self::Cursor, chunk: &[u8]) -> Option<usize>;
+    /// The events encoded in `events` (whole events, back to back), in order (a blank line
+    /// is none), decoded on the calling thread.
+    fn decode<T: DeserializeOwned>(&self, events: &[u8]) -> Decoded<T>;
     /// The event the bytes left at the body's end hold, if they are not one cut short.
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>>;
 }
@@ -179,30 +181,22 @@ trait Framing: Unpin + Copy + Send + 'static {
 struct Lines;
 
 impl Framing for Lines {
-    fn split(buf: &[u8]) -> Option<(Range<usize>, usize)> {
-        memchr::memchr(b'\n', buf).map(|i| (0..i, i + 1))
+    type Cursor = ();
+
+    fn scan(_: &mut (), chunk: &[u8]) -> Option<usize> {
+        memchr::memrchr(b'\n', chunk).map(|i| i + 1)
     }
 
-    fn completing(_: &[u8], rest: &[u8]) -> Option<usize> {
-        memchr::memchr(b'\n', rest).map(|i| i + 1)
-    }
-
-    /// Several lines are copied into one text, checked as UTF-8 once and read by one
-    /// deserializer; one line (a watch's single event) is decoded where it is.
-    fn decode<T: DeserializeOwned>(&self, lines: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
-        let mut events = Vec::with_capacity(lines.len());
-        if lines.len() > 1 {
-            let mut text = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
-            for line in lines {
-                text.extend_from_slice(line);
-                text.push(b'\n');
-            }
-            if let Ok(text) = std::str::from_utf8(&text) {
-                decode_lines(text, &mut events);
-                return events;
-            }
+    /// The lines are checked as UTF-8 at once and read by one deserializer; when they are
+    /// not all UTF-8, each is decoded alone, so that only a line with bad bytes fails.
+    fn decode<T: DeserializeOwned>(&self, lines: &[u8]) -> Decoded<T> {
+        let mut events = Vec::with_capacity(memchr::memchr_iter(b'\n', lines).count() + 1);
+        match std::str::from_utf8(lines) {
+            Ok(text) => decode_lines(text, &mut events),
+            Err(_) => events.extend(
+                lines.split(|&b| b == b'\n').filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))),
+            ),
         }
-        events.extend(lines.iter().filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))));
         events
     }
 
@@ -218,23 +212,54 @@ impl Framing for Lines {
 #[derive(Clone, Copy)]
 struct Frames(&'static Message);
 
+/// Where a protobuf body stands between chunks: inside a frame's body (`body_left` bytes of
+/// it still to come), or, when `body_left` is 0, inside the 4-byte length of the next frame
+/// (`length_read` of its bytes read, in `length`).
+#[derive(Default)]
+struct FrameCursor {
+    length: [u8; 4],
+    length_read: usize,
+    body_left: usize,
+}
+
 impl Framing for Frames {
-    fn split(buf: &[u8]) -> Option<(Range<usize>, usize)> {
-        proto::envelope::split_frame(buf).map(|(frame, used)| (4..4 + frame.len(), used))
+    type Cursor = FrameCursor;
+
+    fn scan(cursor: &mut FrameCursor, chunk: &[u8]) -> Option<usize> {
+        let (mut at, mut end) = (0, None);
+        while at < chunk.len() {
+            if cursor.body_left > 0 {
+                let take = cursor.body_left.min(chunk.len() - at);
+                cursor.body_left -= take;
+                at += take;
+                if cursor.body_left == 0 {
+                    end = Some(at);
+                }
+                continue;
+            }
+            let take = (4 - cursor.length_read).min(chunk.len() - at);
+            cursor.length[cursor.length_read..cursor.length_read + take].copy_from_slice(&chunk[at..at + take]);
+            cursor.length_read += take;
+            at += take;
+            if cursor.length_read == 4 {
+                cursor.length_read = 0;
+                cursor.body_left = u32::from_be_bytes(cursor.length) as usize;
+                if cursor.body_left == 0 {
+                    end = Some(at);
+                }
+            }
+        }
+        end
     }
 
-    fn completing(partial: &[u8], rest: &[u8]) -> Option<usize> {
-        // The 4-byte length may itself be split.
-        let mut len = [0; 4];
-        let have = partial.len().min(4);
-        len[..have].copy_from_slice(&partial[..have]);
-        len[have..].copy_from_slice(rest.get(..4 - have)?);
-        let missing = 4 + u32::from_be_bytes(len) as usize - partial.len();
-        (missing <= rest.len()).then_some(missing)
-    }
-
-    fn decode<T: DeserializeOwned>(&self, frames: &[Bytes]) -> Vec<Result<WatchEvent<T>, Error>> {
-        frames.iter().map(|frame| proto::decode_watch_event(self.0, frame).map_err(|e| Error::Decode(e.to_string()))).collect()
+    fn decode<T: DeserializeOwned>(&self, frames: &[u8]) -> Decoded<T> {
+        let mut events = Vec::new();
+        let mut rest = frames;
+        while let Some((frame, used)) = proto::envelope::split_frame(rest) {
+            events.push(proto::decode_watch_event(self.0, frame).map_err(|e| Error::Decode(e.to_string())));
+            rest = &rest[used..];
+        }
+        events
     }
 
     /// Whole frames are all taken before: what is left is one cut short, dropped as a
@@ -247,6 +272,15 @@ impl Framing for Frames {
 /// Decoded events, in wire order; the body's error, if any, last.
 type Decoded<T> = Vec<Result<WatchEvent<T>, Error>>;
 
+/// The events in `pieces` (whole events, back to back across them): decoded where they are
+/// when they are one piece, copied into one buffer first otherwise.
+fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Bytes]) -> Decoded<T> {
+    match pieces {
+        [one] => framing.decode(one),
+        _ => framing.decode(&pieces.concat()),
+    }
+}
+
 /// A batch of events, in wire order among the others.
 enum Batch<T> {
     /// Decoding on a blocking thread.
@@ -255,22 +289,23 @@ enum Batch<T> {
     Done(Decoded<T>),
 }
 
-/// The events of a watch body, from its queued chunks. The whole events received so far are
+/// The events of a watch body, from its queued chunks. The chunks holding whole events are
 /// gathered into batches; a batch of many bytes is decoded on a blocking thread (up to
-/// [`decode_threads`] of them at once) while the next one gathers, a small one right here;
-/// batches are yielded in wire order. It waits for a chunk only when it has nothing decoded
-/// to yield and no batch decoding.
-struct WatchBody<T, F> {
+/// [`decode_threads`] of them at once) while the next one gathers, a small one right here
+/// when no other batch is on its way; batches are yielded in wire order. It waits for a
+/// chunk only when it has nothing decoded to yield and no batch decoding.
+struct WatchBody<T, F: Framing> {
     received: mpsc::Receiver<Result<Bytes, Error>>,
     framing: F,
-    /// The chunk being read, and where its unread part starts.
-    chunk: Bytes,
-    at: usize,
-    /// The start of an event whose end is in a later chunk.
-    partial: Vec<u8>,
-    /// Whole events taken from the chunks and not yet in a batch, and their bytes.
+    /// Where the bytes received so far end, between or inside events.
+    cursor: F::Cursor,
+    /// Chunks (or their starts) that hold whole events and are not yet in a batch, in wire
+    /// order, and their bytes.
     gathered: Vec<Bytes>,
     gathered_bytes: usize,
+    /// What follows the last whole event: the start of one not yet received whole.
+    tail: Vec<Bytes>,
+    tail_bytes: usize,
     /// Batches not yet yielded, in wire order.
     batches: VecDeque<Batch<T>>,
     /// The batch being yielded. Its buffer is freed once it is yielded (a large batch is
@@ -289,42 +324,35 @@ impl<T, F: Framing> WatchBody<T, F> {
         WatchBody {
             received,
             framing,
-            chunk: Bytes::new(),
-            at: 0,
-            partial: Vec::new(),
+            cursor: F::Cursor::default(),
             gathered: Vec::new(),
             gathered_bytes: 0,
+            tail: Vec::new(),
+            tail_bytes: 0,
             batches: VecDeque::new(),
             decoded: Vec::new().into_iter(),
             ended: false,
         }
     }
 
-    /// Moves the whole events left in `chunk` (completing `partial` first) to `gathered`,
-    /// and the start of one cut at the chunk's end to `partial`. An event inside the chunk
-    /// is not copied; only one split across chunks is gathered.
-    fn take_events(&mut self) {
-        while self.at < self.chunk.len() {
-            let rest = &self.chunk[self.at..];
-            if self.partial.is_empty() {
-                if let Some((range, used)) = F::split(rest) {
-                    self.gathered_bytes += range.len();
-                    self.gathered.push(self.chunk.slice(self.at + range.start..self.at + range.end));
-                    self.at += used;
-                    continue;
+    /// Takes `chunk`: up to the end of the last event that ends in it (with the tail before
+    /// it) to `gathered`, the rest to `tail`. Nothing is copied.
+    fn take(&mut self, mut chunk: Bytes) {
+        match F::scan(&mut self.cursor, &chunk) {
+            Some(end) => {
+                let rest = chunk.split_off(end);
+                self.gathered.append(&mut self.tail);
+                self.gathered_bytes += std::mem::take(&mut self.tail_bytes) + chunk.len();
+                self.gathered.push(chunk);
+                if !rest.is_empty() {
+                    self.tail_bytes = rest.len();
+                    self.tail.push(rest);
                 }
-            } else if let Some(used) = F::completing(&self.partial, rest) {
-                self.partial.extend_from_slice(&rest[..used]);
-                self.at += used;
-                let whole = Bytes::from(std::mem::take(&mut self.partial));
-                if let Some((range, _)) = F::split(&whole) {
-                    self.gathered_bytes += range.len();
-                    self.gathered.push(whole.slice(range));
-                }
-                continue;
             }
-            self.partial.extend_from_slice(rest);
-            self.at = self.chunk.len();
+            None => {
+                self.tail_bytes += chunk.len();
+                self.tail.push(chunk);
+            }
         }
     }
 
@@ -341,13 +369,13 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> WatchBody<T, F> {
         if self.gathered.is_empty() {
             return;
         }
-        let events = std::mem::take(&mut self.gathered);
+        let pieces = std::mem::take(&mut self.gathered);
         let offload = std::mem::take(&mut self.gathered_bytes) >= MIN_BYTES_PER_THREAD;
         let framing = self.framing;
         self.batches.push_back(if offload {
-            Batch::Decoding(tokio::task::spawn_blocking(move || framing.decode::<T>(&events)))
+            Batch::Decoding(tokio::task::spawn_blocking(move || decode_pieces::<T, F>(framing, &pieces)))
         } else {
-            Batch::Done(framing.decode::<T>(&events))
+            Batch::Done(decode_pieces::<T, F>(framing, &pieces))
         });
     }
 }
@@ -358,19 +386,14 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         loop {
-            if let Some(event) = this.decoded.next() {
-                return Poll::Ready(Some(event));
-            }
-            this.decoded = Vec::new().into_iter();
-            // Take the chunks queued so far (at most [`BATCH_BYTES`] of events ahead of the
-            // batches), starting a batch whenever a blocking thread is free for it.
+            // Also while a batch is being yielded: take the chunks queued so far (at most
+            // [`BATCH_BYTES`] of events ahead of the batches), and start a batch whenever a
+            // blocking thread is free for one, so that the pump keeps reading and the
+            // threads keep decoding while the events are consumed.
             while !this.ended && this.gathered_bytes < BATCH_BYTES {
                 match this.received.poll_recv(cx) {
                     Poll::Pending => break,
-                    Poll::Ready(Some(Ok(chunk))) => {
-                        (this.chunk, this.at) = (chunk, 0);
-                        this.take_events();
-                    }
+                    Poll::Ready(Some(Ok(chunk))) => this.take(chunk),
                     Poll::Ready(Some(Err(e))) => {
                         this.start_batch();
                         this.batches.push_back(Batch::Done(vec![Err(e)]));
@@ -378,13 +401,22 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
                     }
                     Poll::Ready(None) => {
                         this.start_batch();
-                        let rest = std::mem::take(&mut this.partial);
+                        let rest = std::mem::take(&mut this.tail).concat();
                         this.batches.push_back(Batch::Done(this.framing.last::<T>(&rest).into_iter().collect()));
                         this.ended = true;
                     }
                 }
             }
-            if this.decoding() < decode_threads() {
+            if this.gathered_bytes >= MIN_BYTES_PER_THREAD && this.decoding() < decode_threads() {
+                this.start_batch();
+            }
+            if let Some(event) = this.decoded.next() {
+                return Poll::Ready(Some(event));
+            }
+            this.decoded = Vec::new().into_iter();
+            // Nothing left to yield: fewer bytes start too when no other batch is on its way
+            // (a watch's single events, decoded here at once).
+            if this.batches.is_empty() {
                 this.start_batch();
             }
             match this.batches.front_mut() {
@@ -505,8 +537,8 @@ mod tests {
         assert!(matches!(&got[3], Err(Error::Decode(_))), "{:?}", got[3]);
         assert_eq!(name(&got[4]), "b");
         // Bytes that are not UTF-8 fail their line only.
-        let lines = [Bytes::from(A), Bytes::from_static(b"{\"type\":\xff}"), Bytes::from(B)];
-        let got: Vec<_> = Lines.decode::<ConfigMap>(&lines);
+        let lines = [Bytes::from(format!("{A}\n")), Bytes::from_static(b"{\"type\":\xff}\n"), Bytes::from(format!("{B}\n"))];
+        let got: Vec<_> = decode_pieces::<ConfigMap, _>(Lines, &lines);
         assert_eq!(got.len(), 3, "{got:?}");
         assert_eq!((name(&got[0]), name(&got[2])), ("a".to_string(), "b".to_string()));
         assert!(matches!(&got[1], Err(Error::Decode(_))), "{:?}", got[1]);
