@@ -305,7 +305,6 @@ struct WatchBody<T, F: Framing> {
     gathered_bytes: usize,
     /// What follows the last whole event: the start of one not yet received whole.
     tail: Vec<Bytes>,
-    tail_bytes: usize,
     /// Batches not yet yielded, in wire order.
     batches: VecDeque<Batch<T>>,
     /// The batch being yielded. Its buffer is freed once it is yielded (a large batch is
@@ -328,7 +327,6 @@ impl<T, F: Framing> WatchBody<T, F> {
             gathered: Vec::new(),
             gathered_bytes: 0,
             tail: Vec::new(),
-            tail_bytes: 0,
             batches: VecDeque::new(),
             decoded: Vec::new().into_iter(),
             ended: false,
@@ -341,18 +339,14 @@ impl<T, F: Framing> WatchBody<T, F> {
         match F::scan(&mut self.cursor, &chunk) {
             Some(end) => {
                 let rest = chunk.split_off(end);
+                self.gathered_bytes += self.tail.iter().map(Bytes::len).sum::<usize>() + chunk.len();
                 self.gathered.append(&mut self.tail);
-                self.gathered_bytes += std::mem::take(&mut self.tail_bytes) + chunk.len();
                 self.gathered.push(chunk);
                 if !rest.is_empty() {
-                    self.tail_bytes = rest.len();
                     self.tail.push(rest);
                 }
             }
-            None => {
-                self.tail_bytes += chunk.len();
-                self.tail.push(chunk);
-            }
+            None => self.tail.push(chunk),
         }
     }
 
