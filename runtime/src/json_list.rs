@@ -1,7 +1,9 @@
 //! JSON list responses decoded item by item, in contiguous parts, on several threads when
-//! they are many bytes (see `crate::parallel`). A part's items are copied once into an
-//! array of their own and read by one deserializer, so its buffer for strings with escapes
-//! is reused from item to item instead of grown afresh for each.
+//! they are many bytes (see `crate::parallel`). A part's items are copied into an array of
+//! their own and read by one deserializer, so its buffer for strings with escapes is reused
+//! from item to item instead of grown afresh for each; a part of a page cut without a scan
+//! is copied a piece of at most [`MAX_PIECE_BYTES`] at a time through one buffer, so a
+//! page's decode holds at most that much per thread beside the page.
 //!
 //! A page laid out as kube-apiserver lays it out is cut into parts without reading its items
 //! first (`crate::json_list_split`: the cuts are guessed, and proved by the parts' decode).
@@ -18,8 +20,7 @@
 //! ways give the same page or the same error.
 
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use serde::de::{DeserializeOwned, SeqAccess, Visitor};
@@ -51,7 +52,7 @@ pub(crate) struct RawListMeta {
 /// Decodes a JSON list response whose items are `K`s; the error says what and where.
 #[cfg(test)]
 pub(crate) fn decode_list<K: DeserializeOwned + Send + 'static>(bytes: &[u8]) -> Result<ListPage<K>, String> {
-    decode_list_on(bytes, None, None, |_| {})
+    decode_list_on(bytes, None, MAX_PIECE_BYTES, None, |_| {})
 }
 
 /// [`decode_list`], calling `on_continue` with the page's continue token (when it has one)
@@ -59,35 +60,54 @@ pub(crate) fn decode_list<K: DeserializeOwned + Send + 'static>(bytes: &[u8]) ->
 /// runtime, and on one of its blocking threads when the page is many bytes (as it must be
 /// then), the parts of a page cut without a scan decode on the runtime's blocking pool.
 pub(crate) fn decode_list_then<K: DeserializeOwned + Send + 'static>(bytes: &Bytes, on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
-    decode_list_on(bytes, None, Some(bytes), on_continue)
+    decode_list_on(bytes, None, MAX_PIECE_BYTES, Some(bytes), on_continue)
 }
 
-/// [`decode_list_then`] on `threads` threads, or on as many as its size calls for; the
-/// parts go to tokio's blocking pool only when the page's `Bytes` are given.
+/// Most bytes of a page cut without a scan that one thread copies (and decodes) at once:
+/// beside the page, its decode holds this much per thread and not a copy of the page.
+/// Large enough that a piece's items share one buffer for escapes, small beside a page of
+/// Pods (500 of ≈8 KB).
+const MAX_PIECE_BYTES: usize = 256 << 10;
+
+/// [`decode_list_then`] on `threads` threads, or on as many as its size calls for, copying
+/// pieces of about `piece_bytes` at most (tests make them small); the parts go to tokio's
+/// blocking pool only when the page's `Bytes` are given.
 fn decode_list_on<K: DeserializeOwned + Send + 'static>(
     bytes: &[u8],
     threads: Option<usize>,
+    piece_bytes: usize,
     pooled: Option<&Bytes>,
     on_continue: impl FnOnce(&str),
 ) -> Result<ListPage<K>, String> {
     let mut on_continue = Some(on_continue);
     let parts = threads.unwrap_or_else(|| threads_for_bytes(bytes.len()));
-    if let Some(page) = decode_split(bytes, parts, pooled, &mut on_continue) {
+    if let Some(page) = decode_split(bytes, parts, piece_bytes, pooled, &mut on_continue) {
         return Ok(page);
     }
     decode_scanned(bytes, threads, on_continue)
 }
 
+/// Pieces a page of `bytes` is cut into for `threads` threads: the same number for each
+/// thread, each of about `piece_bytes` at most (a piece runs on to the end of the item its
+/// share ends in).
+fn pieces_for(bytes: usize, threads: usize, piece_bytes: usize) -> usize {
+    let threads = threads.max(1);
+    threads * bytes.div_ceil(threads * piece_bytes.max(1)).max(1)
+}
+
 /// The page decoded in the parts [`split`] cuts it into, or `None` when it cannot be cut or
-/// a part does not read as a whole array of `K`s. `on_continue` is called (and taken) once
-/// the page's metadata is read, before its items are decoded.
+/// a piece does not read as a whole array of `K`s: the page is cut into pieces of about
+/// `piece_bytes` at most, and each of `threads` threads decodes a run of consecutive
+/// pieces. `on_continue` is called (and taken) once the page's metadata is read, before its
+/// items are decoded.
 fn decode_split<K: DeserializeOwned + Send + 'static>(
     bytes: &[u8],
-    parts: usize,
+    threads: usize,
+    piece_bytes: usize,
     pooled: Option<&Bytes>,
     on_continue: &mut Option<impl FnOnce(&str)>,
 ) -> Option<ListPage<K>> {
-    let page = split(bytes, parts)?;
+    let page = split(bytes, pieces_for(bytes.len(), threads, piece_bytes))?;
     let continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
     if let Some(token) = &continue_token {
         if let Some(call) = on_continue.take() {
@@ -95,11 +115,13 @@ fn decode_split<K: DeserializeOwned + Send + 'static>(
         }
     }
     let runtime = tokio::runtime::Handle::try_current().ok();
+    let per_thread = page.parts.len().div_ceil(threads.max(1)).max(1);
+    let runs: Vec<&[&[u8]]> = page.parts.chunks(per_thread).collect();
     let decoded = match (pooled, runtime) {
-        (Some(owner), Some(runtime)) if page.parts.len() > 1 => on_blocking_pool(&runtime, owner, &page.parts),
-        _ => in_parts(&page.parts, page.parts.len(), |_, parts| {
-            parts.iter().try_fold(Vec::new(), |mut items, part| {
-                items.extend(decode_part::<K>(part)?);
+        (Some(owner), Some(runtime)) if runs.len() > 1 => on_blocking_pool(&runtime, owner, &runs),
+        _ => in_parts(&runs, runs.len(), |_, runs| {
+            runs.iter().try_fold(Vec::new(), |mut items, run| {
+                items.extend(decode_pieces::<K, _>(run)?);
                 Some(items)
             })
         }),
@@ -111,32 +133,34 @@ fn decode_split<K: DeserializeOwned + Send + 'static>(
     })
 }
 
-/// `parts` (slices of `owner`) decoded, the first on this thread and the others on the
-/// runtime's blocking pool, in order: its threads outlive a page, so none is started for
-/// one, and each keeps the strings it interned last. A part whose task has not started by
+/// `runs` of pieces (slices of `owner`) decoded, the first run on this thread and the others
+/// on the runtime's blocking pool, in order: its threads outlive a page, so none is started
+/// for one, and each keeps the strings it interned last. A run whose task has not started by
 /// the time this thread is done with the ones before it is decoded here instead (so a pool
 /// with no thread to spare, as with `max_blocking_threads(1)`, never leaves this thread
-/// waiting for work that cannot start); this thread waits only for parts already being
-/// decoded, so it must be a blocking thread. A part whose task was cancelled (the runtime
-/// shutting down) is `None`; a panic in one is raised here.
-fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runtime::Handle, owner: &Bytes, parts: &[&[u8]]) -> Vec<Option<Vec<K>>> {
-    let helpers: Vec<_> = parts[1..]
+/// waiting for work that cannot start); this thread waits only for runs already being
+/// decoded, so it must be a blocking thread. A run's slices of `owner` are held by whichever
+/// thread takes the run and dropped once it is decoded, so a task that starts after this
+/// thread took its run does not keep the page's buffer from being reused. A run whose task
+/// was cancelled (the runtime shutting down) is `None`; a panic in one is raised here.
+fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runtime::Handle, owner: &Bytes, runs: &[&[&[u8]]]) -> Vec<Option<Vec<K>>> {
+    let helpers: Vec<_> = runs[1..]
         .iter()
-        .map(|part| {
-            let part = owner.slice_ref(part);
-            let taken = Arc::new(AtomicBool::new(false));
+        .map(|run| {
+            let run: Vec<Bytes> = run.iter().map(|piece| owner.slice_ref(piece)).collect();
+            let untaken = Arc::new(Mutex::new(Some(run)));
             let task = runtime.spawn_blocking({
-                let taken = taken.clone();
-                move || (!taken.swap(true, Ordering::AcqRel)).then(|| decode_part::<K>(&part))
+                let untaken = untaken.clone();
+                move || take(&untaken).map(|run| decode_pieces::<K, _>(&run))
             });
-            (taken, task)
+            (untaken, task)
         })
         .collect();
-    let mut decoded = Vec::with_capacity(parts.len());
-    decoded.push(decode_part(parts[0]));
-    for (part, (taken, task)) in parts[1..].iter().zip(helpers) {
-        if !taken.swap(true, Ordering::AcqRel) {
-            decoded.push(decode_part(part));
+    let mut decoded = Vec::with_capacity(runs.len());
+    decoded.push(decode_pieces(runs[0]));
+    for (untaken, task) in helpers {
+        if let Some(run) = take(&untaken) {
+            decoded.push(decode_pieces(&run));
             continue;
         }
         decoded.push(match futures::executor::block_on(task) {
@@ -148,17 +172,27 @@ fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runti
     decoded
 }
 
-/// The items of `part` (consecutive items of an array with the commas between them), or
-/// `None` unless `[`, `part`, `]` reads as one whole array of `K`s.
-fn decode_part<K: DeserializeOwned>(part: &[u8]) -> Option<Vec<K>> {
-    let mut array = Vec::with_capacity(part.len() + 2);
-    array.push(b'[');
-    array.extend_from_slice(part);
-    array.push(b']');
+/// The run of pieces in `untaken`, if no thread took it yet.
+fn take(untaken: &Mutex<Option<Vec<Bytes>>>) -> Option<Vec<Bytes>> {
+    untaken.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// The items of `pieces` (each consecutive items of an array with the commas between
+/// them), or `None` unless, for each piece, `[`, the piece, `]` reads as one whole array of
+/// `K`s. The pieces are copied one after the other into one buffer.
+fn decode_pieces<K: DeserializeOwned, P: AsRef<[u8]>>(pieces: &[P]) -> Option<Vec<K>> {
+    let longest = pieces.iter().map(|p| p.as_ref().len()).max().unwrap_or(0);
+    let mut array = Vec::with_capacity(longest + 2);
     let mut items = Vec::new();
-    let mut read = serde_json::Deserializer::from_slice(&array);
-    (&mut read).deserialize_seq(ItemsInto(&mut items)).ok()?;
-    read.end().ok()?;
+    for piece in pieces {
+        array.clear();
+        array.push(b'[');
+        array.extend_from_slice(piece.as_ref());
+        array.push(b']');
+        let mut read = serde_json::Deserializer::from_slice(&array);
+        (&mut read).deserialize_seq(ItemsInto(&mut items)).ok()?;
+        read.end().ok()?;
+    }
     Some(items)
 }
 
@@ -246,10 +280,12 @@ mod tests {
         let bytes = list(&items, r#"{"resourceVersion":"77","continue":"next"}"#);
         let kube: kube_core::ObjectList<ConfigMap> = serde_json::from_slice(&bytes).unwrap();
         for threads in [1, 2, 4] {
-            let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads), None, |_| {}).unwrap();
-            assert_eq!(page.items, kube.items, "{threads} threads");
-            assert_eq!(page.resource_version, "77");
-            assert_eq!(page.continue_token.as_deref(), Some("next"));
+            for piece_bytes in [MAX_PIECE_BYTES, 500, 1] {
+                let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads), piece_bytes, None, |_| {}).unwrap();
+                assert_eq!(page.items, kube.items, "{threads} threads, pieces of {piece_bytes}");
+                assert_eq!(page.resource_version, "77");
+                assert_eq!(page.continue_token.as_deref(), Some("next"));
+            }
         }
     }
 
@@ -261,7 +297,7 @@ mod tests {
         let levels = (1..400).take_while(|&l| serde_json::from_str::<serde_json::Value>(&deep(l)).is_ok()).last().unwrap();
         assert!(serde_json::from_str::<Vec<serde_json::Value>>(&format!("[{}]", deep(levels))).is_err());
         let items = vec!["1".to_string(), deep(levels), "3".to_string()];
-        let page: ListPage<serde_json::Value> = decode_list_on(&list(&items, "{}"), Some(1), None, |_| {}).unwrap();
+        let page: ListPage<serde_json::Value> = decode_list_on(&list(&items, "{}"), Some(1), MAX_PIECE_BYTES, None, |_| {}).unwrap();
         let expected: Vec<serde_json::Value> = items.iter().map(|i| serde_json::from_str(i).unwrap()).collect();
         assert_eq!(page.items, expected);
     }
@@ -306,12 +342,12 @@ mod tests {
         pages.push(format!(r#"{{"metadata":{meta},"items":[{}]}}}}"#, plain.join(",")).into_bytes());
         for (n, bytes) in pages.iter().enumerate() {
             let scanned = outcome(decode_scanned(bytes, Some(2), None::<fn(&str)>));
-            for threads in [1, 2, 3] {
+            for (threads, piece_bytes) in [(1, MAX_PIECE_BYTES), (2, MAX_PIECE_BYTES), (3, MAX_PIECE_BYTES), (1, 300), (2, 300), (3, 1000)] {
                 let mut called = Vec::new();
-                let page = outcome(decode_list_on(bytes, Some(threads), None, |token| called.push(token.to_string())));
-                assert_eq!(page, scanned, "page {n}, {threads} threads");
+                let page = outcome(decode_list_on(bytes, Some(threads), piece_bytes, None, |token| called.push(token.to_string())));
+                assert_eq!(page, scanned, "page {n}, {threads} threads, pieces of {piece_bytes}");
                 if page.is_ok() {
-                    assert_eq!(called, ["more"], "page {n}, {threads} threads");
+                    assert_eq!(called, ["more"], "page {n}, {threads} threads, pieces of {piece_bytes}");
                 }
             }
         }
@@ -321,10 +357,10 @@ mod tests {
         let cut = split(&nested_page, 2).expect("laid out as the apiserver does");
         assert!(cut.parts[0].len() > with_nested[0].len() + 1 + with_nested[1].len() / 2);
         assert!(!with_nested.iter().any(|i| cut.parts[0].ends_with(i.as_bytes())), "the guessed cut is not between items");
-        assert!(decode_split::<serde_json::Value>(&nested_page, 2, None, &mut None::<fn(&str)>).is_none());
-        assert!(decode_split::<serde_json::Value>(&pages[0], 2, None, &mut None::<fn(&str)>).is_some(), "a plain page is cut");
+        assert!(decode_split::<serde_json::Value>(&nested_page, 2, MAX_PIECE_BYTES, None, &mut None::<fn(&str)>).is_none());
+        assert!(decode_split::<serde_json::Value>(&pages[0], 2, MAX_PIECE_BYTES, None, &mut None::<fn(&str)>).is_some(), "a plain page is cut");
         // Broken JSON inside an item breaks the page, as the scan reads it.
-        assert!(outcome(decode_list_on(&pages[2], Some(2), None, |_| {})).unwrap_err().starts_with("list: "));
+        assert!(outcome(decode_list_on(&pages[2], Some(2), MAX_PIECE_BYTES, None, |_| {})).unwrap_err().starts_with("list: "));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,25 +376,50 @@ mod tests {
             let bytes = Bytes::from(list(&items, r#"{"resourceVersion":"8","continue":"c"}"#));
             assert!(threads_for_bytes(bytes.len()) == 1 || split(&bytes, 2).is_some());
             let expected = outcome(decode_scanned(&bytes, None, None::<fn(&str)>));
+            let again = bytes.clone();
             let pooled = tokio::task::spawn_blocking(move || outcome(decode_list_then(&bytes, |_| {}))).await.unwrap();
             assert_eq!(pooled, expected);
+            // Several pieces to each thread.
+            let in_pieces = tokio::task::spawn_blocking(move || outcome(decode_list_on(&again, Some(2), 4096, Some(&again), |_| {}))).await.unwrap();
+            assert_eq!(in_pieces, expected);
         }
     }
 
     #[test]
-    fn a_pool_with_no_thread_to_spare_does_not_leave_the_page_waiting() {
+    fn a_page_is_cut_into_pieces_of_about_the_piece_size_the_same_number_to_each_thread() {
+        let items: Vec<String> = (0..2000).map(config_map).collect();
+        let bytes = list(&items, "{}");
+        let longest_item = items.iter().map(String::len).max().unwrap();
+        for (threads, piece_bytes) in [(1, MAX_PIECE_BYTES), (2, MAX_PIECE_BYTES), (1, 4096), (2, 4096), (2, 50_000), (4, 1000)] {
+            let pieces = pieces_for(bytes.len(), threads, piece_bytes);
+            assert_eq!(pieces % threads, 0);
+            assert!(pieces >= bytes.len() / piece_bytes, "{threads} threads, pieces of {piece_bytes}");
+            let parts = split(&bytes, pieces).unwrap().parts;
+            assert_eq!(parts.len(), pieces);
+            let longest = parts.iter().map(|p| p.len()).max().unwrap();
+            assert!(longest <= piece_bytes + longest_item + 1, "{threads} threads, pieces of {piece_bytes}: one of {longest} bytes");
+        }
+    }
+
+    #[test]
+    fn a_pool_with_no_thread_to_spare_does_not_leave_the_page_waiting_nor_holding_the_page() {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).max_blocking_threads(1).build().unwrap();
         let items: Vec<String> = (0..2000).map(config_map).collect();
-        let bytes = Bytes::from(list(&items, "{}"));
-        let owner = bytes.clone();
-        let parts = split(&bytes, 2).expect("laid out as the apiserver does").parts;
-        assert_eq!(parts.len(), 2);
-        // On the only blocking thread: the second part's task cannot start until this one
-        // ends, so this thread decodes it.
-        let decoded: Vec<Option<Vec<ConfigMap>>> =
-            runtime.block_on(runtime.spawn_blocking(move || on_blocking_pool(&tokio::runtime::Handle::current(), &owner, &split(&owner, 2).unwrap().parts))).unwrap();
-        let kube: kube_core::ObjectList<ConfigMap> = serde_json::from_slice(&bytes).unwrap();
+        let kube: kube_core::ObjectList<ConfigMap> = serde_json::from_slice(&list(&items, "{}")).unwrap();
+        let owner = Bytes::from(list(&items, "{}"));
+        // On the only blocking thread: the second run's task cannot start until this one
+        // ends, so this thread decodes it; then nothing else holds the page's bytes (the
+        // task, not started yet, holds none), so its buffer can be reused.
+        let (decoded, unique): (Vec<Option<Vec<ConfigMap>>>, bool) = runtime
+            .block_on(runtime.spawn_blocking(move || {
+                let parts = split(&owner, 4).expect("laid out as the apiserver does").parts;
+                assert_eq!(parts.len(), 4);
+                let decoded = on_blocking_pool(&tokio::runtime::Handle::current(), &owner, &[&parts[..2], &parts[2..]]);
+                (decoded, owner.try_into_mut().is_ok())
+            }))
+            .unwrap();
         assert_eq!(concat(decoded.into_iter().map(Option::unwrap).collect()), kube.items);
+        assert!(unique, "a run's task that has not started still holds the page");
     }
 
     #[test]
@@ -367,7 +428,7 @@ mod tests {
         items[25] = r#"{"metadata":{"name":7}}"#.into();
         items[35] = r#"{"metadata":{"name":8}}"#.into();
         for threads in [1, 4] {
-            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads), None, |_| {}).unwrap_err();
+            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads), MAX_PIECE_BYTES, None, |_| {}).unwrap_err();
             assert!(err.starts_with("items[25]: "), "{threads} threads: {err}");
         }
         let err = decode_list::<ConfigMap>(br#"{"items":[{"metadata":{}}"#).unwrap_err();
