@@ -68,9 +68,11 @@ const MAX_RESERVED_BODY: usize = 64 << 20;
 /// dropped, so the connection's read buffer is reused for the next chunk instead of the
 /// body's chunks all being held (and freshly allocated) until the end and then copied once
 /// more; a body of one chunk is returned as it is. `length` (the `Content-Length`) sizes the
-/// buffer.
+/// buffer. Without it (kube-apiserver streams a list without one), the buffer ends at most
+/// an eighth above the body's size (see [`Growth`]).
 async fn read_body(mut body: Body, length: Option<usize>, mut buf: Vec<u8>) -> Result<Bytes, Error> {
     buf.clear();
+    let growth = Growth::of(&buf);
     let mut first: Option<Bytes> = None;
     while let Some(frame) = body.frame().await {
         let Ok(chunk) = frame.map_err(Error::from)?.into_data() else { continue };
@@ -79,7 +81,10 @@ async fn read_body(mut body: Body, length: Option<usize>, mut buf: Vec<u8>) -> R
         }
         match first.take() {
             None if buf.is_empty() => first = Some(chunk),
-            None => buf.extend_from_slice(&chunk),
+            None => {
+                growth.make_room(&mut buf, chunk.len());
+                buf.extend_from_slice(&chunk);
+            }
             Some(earlier) => {
                 let want = length.filter(|&n| n <= MAX_RESERVED_BODY).unwrap_or(0).max(earlier.len() + chunk.len());
                 buf.reserve_exact(want);
@@ -90,8 +95,46 @@ async fn read_body(mut body: Body, length: Option<usize>, mut buf: Vec<u8>) -> R
     }
     Ok(match first {
         Some(only) => only,
-        None => Bytes::from(buf),
+        None => {
+            growth.trim(&mut buf);
+            Bytes::from(buf)
+        }
     })
+}
+
+/// How a body's buffer grows when the body has no `Content-Length`. A fresh buffer doubles
+/// (few copies while it grows), then gives back what it holds beyond an eighth over the
+/// body once the body is read. A buffer reused from an earlier page of the list already
+/// holds about a page: it grows by an eighth at a time. Either way a page's buffer ends
+/// within an eighth of its size, where plain doubling leaves up to twice it (and keeps that
+/// for every page the buffer is reused for).
+#[derive(Clone, Copy)]
+struct Growth {
+    reused: bool,
+}
+
+impl Growth {
+    fn of(buf: &Vec<u8>) -> Self {
+        Growth { reused: buf.capacity() > 0 }
+    }
+
+    /// Makes room in `buf` for `more` bytes.
+    fn make_room(self, buf: &mut Vec<u8>, more: usize) {
+        let need = buf.len() + more;
+        let capacity = buf.capacity();
+        if need <= capacity {
+            return;
+        }
+        let target = if self.reused { need.max(capacity + capacity / 8) } else { need.max(capacity * 2) };
+        buf.reserve_exact(target - buf.len());
+    }
+
+    /// Gives back what a fresh buffer holds beyond an eighth over what it was filled with.
+    fn trim(self, buf: &mut Vec<u8>) {
+        if buf.capacity() - buf.len() > buf.len() / 8 {
+            buf.shrink_to_fit();
+        }
+    }
 }
 
 /// What identifies a list request: its URI and whether it asks for protobuf.
@@ -315,6 +358,21 @@ mod tests {
         assert_eq!(spares(&slot), MAX_SPARE_BUFFERS);
         slot.send(&client, page("y"), None).await.unwrap();
         assert_eq!(spares(&slot), 0);
+    }
+
+    #[tokio::test]
+    async fn a_body_without_a_length_ends_in_a_buffer_at_most_an_eighth_over_its_size() {
+        let body: &'static [u8] = Vec::leak((0..300_000u32).map(|i| b'a' + (i % 26) as u8).collect());
+        let client = chunked_server(body, 1000, None, None);
+        let capacity = |bytes: Bytes| bytes.try_into_mut().expect("nothing else holds the page").capacity();
+        // A fresh buffer, and buffers reused from a page a little shorter, the same size, and
+        // far shorter (where doubling would have left up to twice the body).
+        for reused in [0, body.len() - 5_000, body.len(), 40_000] {
+            let response = fetch(client.clone(), get(), None, Vec::with_capacity(reused)).await.unwrap();
+            assert_eq!(&response.bytes[..], body);
+            let capacity = capacity(response.bytes);
+            assert!(capacity <= body.len() + body.len() / 8, "reusing {reused} bytes: a buffer of {capacity} for {}", body.len());
+        }
     }
 
     #[tokio::test]
