@@ -80,8 +80,8 @@ fn decode_list_on<K: DeserializeOwned + Send + 'static>(
     on_continue: impl FnOnce(&str),
 ) -> Result<ListPage<K>, String> {
     let mut on_continue = Some(on_continue);
-    let parts = threads.unwrap_or_else(|| threads_for_bytes(bytes.len()));
-    if let Some(page) = decode_split(bytes, parts, piece_bytes, pooled, &mut on_continue) {
+    let split_threads = threads.unwrap_or_else(|| threads_for_bytes(bytes.len()));
+    if let Some(page) = decode_split(bytes, split_threads, piece_bytes, pooled, &mut on_continue) {
         return Ok(page);
     }
     decode_scanned(bytes, threads, on_continue)

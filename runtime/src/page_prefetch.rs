@@ -129,7 +129,8 @@ impl Growth {
         buf.reserve_exact(target - buf.len());
     }
 
-    /// Gives back what a fresh buffer holds beyond an eighth over what it was filled with.
+    /// Gives back what the buffer holds beyond an eighth over the body it was filled with
+    /// (a fresh buffer's doubling, or a reused one's room for a longer page).
     fn trim(self, buf: &mut Vec<u8>) {
         if buf.capacity() - buf.len() > buf.len() / 8 {
             buf.shrink_to_fit();
@@ -370,8 +371,8 @@ mod tests {
         for reused in [0, body.len() - 5_000, body.len(), 40_000] {
             let response = fetch(client.clone(), get(), None, Vec::with_capacity(reused)).await.unwrap();
             assert_eq!(&response.bytes[..], body);
-            let capacity = capacity(response.bytes);
-            assert!(capacity <= body.len() + body.len() / 8, "reusing {reused} bytes: a buffer of {capacity} for {}", body.len());
+            let held = capacity(response.bytes);
+            assert!(held <= body.len() + body.len() / 8, "reusing {reused} bytes: a buffer of {held} for {}", body.len());
         }
     }
 
