@@ -22,13 +22,17 @@
 //!   sub-objects of a CRD are absent from most objects). The resource's own `spec` and
 //!   `status` stay inline.
 //!
+//! Structs decode through `informer_runtime::codegen::FromFields`: one `match` on the index
+//! of each key, not serde's derived `Deserialize` (which costs `cargo check` most of its
+//! time on these types). They derive `Serialize`; the resource's root type writes its own.
+//!
 //! CRD schemas cannot refer to other schemas, so types are trees: no recursion.
 //! Invariant: each type is one `TokenStream` pushed in schema order, so output is stable.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 use serde_json::Value;
 
@@ -51,8 +55,7 @@ fn derives() -> TokenStream {
             ::std::clone::Clone,
             ::std::fmt::Debug,
             ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Serialize,
-            ::informer_runtime::reexports::serde::Deserialize
+            ::informer_runtime::reexports::serde::Serialize
         )]
         #[serde(crate = #SERDE)]
     }
@@ -94,12 +97,94 @@ pub fn doc_lines(text: &str) -> TokenStream {
     quote! { #( #[doc = #lines] )* }
 }
 
-/// The flattened map of the fields a preserve-unknown-fields schema does not name.
-fn extra_field() -> TokenStream {
+/// The map of the fields a preserve-unknown-fields schema does not name; `flatten`: written
+/// through the derived `Serialize` (the root type writes it itself).
+fn extra_field(flatten: bool) -> TokenStream {
+    let attr = flatten.then(|| quote!(#[serde(flatten)]));
     quote! {
         /// Fields the schema does not name (it preserves unknown fields).
-        #[serde(flatten)]
+        #attr
         pub extra: ::std::collections::BTreeMap<::std::string::String, ::informer_runtime::reexports::serde_json::Value>,
+    }
+}
+
+/// The `FromFields` and `Deserialize` impls of a struct with `fields` (after `metadata`
+/// for a resource's root type; `extra`: it keeps unknown fields in its `extra` map).
+fn from_fields(ident: &proc_macro2::Ident, fields: &[Field], metadata: bool, extra: bool) -> TokenStream {
+    let name = ident.to_string();
+    // Short names through `use`s local to the function, which names no other item.
+    let c = quote!(c);
+    let codegen = quote!(::informer_runtime::codegen);
+    let (mut names, mut slots, mut arms, mut inits) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let pattern = |i: usize| {
+        let i = Literal::usize_unsuffixed(i);
+        if extra { quote!(Ok(#i)) } else { quote!(#i) }
+    };
+    if metadata {
+        let (slot, pat) = (format_ident!("f0"), pattern(0));
+        names.push("metadata");
+        arms.push(quote!(#pat => #slot = Some(map.next_value()?),));
+        inits.push(quote!(metadata: #slot.unwrap_or_default(),));
+        slots.push(slot);
+    }
+    for f in fields {
+        let i = names.len();
+        let (slot, pat, fid, pname) = (format_ident!("f{i}"), pattern(i), &f.ident, f.pname.as_str());
+        names.push(pname);
+        arms.push(match f.slot {
+            Slot::Option => quote!(#pat => #slot = map.next_value()?,),
+            Slot::OptionVec => quote!(#pat => #slot = #c::next_option_vec_exact(&mut map)?,),
+            Slot::Required => quote!(#pat => #slot = Some(map.next_value()?),),
+            Slot::RequiredVec => quote!(#pat => #slot = Some(#c::next_vec_exact(&mut map)?),),
+        });
+        inits.push(match f.slot {
+            Slot::Option | Slot::OptionVec => quote!(#fid: #slot,),
+            Slot::Required | Slot::RequiredVec => quote!(#fid: #c::required(#slot, #pname, &map)?,),
+        });
+        slots.push(slot);
+    }
+    let read = if extra {
+        quote! {
+            let mut extra = ::std::collections::BTreeMap::new();
+            while let Some(field) = map.next_key_seed(#c::FieldOrName(Self::FIELDS))? {
+                match field {
+                    #(#arms)*
+                    Err(name) => #c::keep_value(&mut map, &mut extra, name)?,
+                    Ok(_) => #c::skip_value(&mut map)?,
+                }
+            }
+        }
+    } else {
+        quote! {
+            while let Some(field) = map.next_key_seed(#c::Field(Self::FIELDS))? {
+                match field {
+                    #(#arms)*
+                    _ => #c::skip_value(&mut map)?,
+                }
+            }
+        }
+    };
+    let extra_init = extra.then(|| quote!(extra,));
+    let results = if extra { quote!({Err, Ok}) } else { quote!(Ok) };
+    quote! {
+        impl #codegen::FromFields for #ident {
+            const NAME: &'static str = #name;
+            const FIELDS: &'static [&'static str] = &[#(#names),*];
+            fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::#results;
+                #( let mut #slots = None; )*
+                #read
+                Ok(Self { #(#inits)* #extra_init })
+            }
+        }
+
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for #ident {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                #codegen::deserialize_fields(deserializer)
+            }
+        }
     }
 }
 
@@ -156,12 +241,14 @@ impl<'a> TypeGen<'a> {
                 } else {
                     quote! { map.serialize_entry(#pname, &self.#fid)?; }
                 });
-                fields.push(f.tokens);
+                fields.push(f);
             }
         }
         let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
+        let decode = from_fields(&ident, &fields, true, preserve);
+        let mut fields: Vec<TokenStream> = fields.into_iter().map(|f| f.tokens).collect();
         if preserve {
-            fields.push(extra_field());
+            fields.push(extra_field(false));
             ser.push(quote! {
                 for (k, v) in &self.extra {
                     if k != "apiVersion" && k != "kind" {
@@ -182,11 +269,9 @@ impl<'a> TypeGen<'a> {
             #doc
             ///
             #[doc = #what]
-            #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::informer_runtime::reexports::serde::Deserialize)]
-            #[serde(crate = #SERDE)]
+            #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
             pub struct #ident {
                 /// Standard object metadata.
-                #[serde(default)]
                 pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
                 #(#fields)*
             }
@@ -203,6 +288,8 @@ impl<'a> TypeGen<'a> {
                 }
             }
 
+            #decode
+
             impl ::informer_runtime::reexports::kube_core::Resource for #ident {
                 type DynamicType = ();
                 type Scope = #scope;
@@ -218,7 +305,8 @@ impl<'a> TypeGen<'a> {
         Ok(())
     }
 
-    /// One property of a struct; `nested`: the struct is not the resource's root.
+    /// One property of a struct; `nested`: the struct is not the resource's root (whose
+    /// `Serialize` is written out, so its fields carry no serde attributes).
     #[allow(clippy::too_many_arguments)]
     fn field(&mut self, parent: &str, pname: &str, pschema: &Value, required: bool, ptr: &str, field_names: &mut UniqueNames, nested: bool) -> Result<Field> {
         if !pschema.is_object() {
@@ -236,28 +324,31 @@ impl<'a> TypeGen<'a> {
         let is_vec = shape == Some("array");
         let has_props = pschema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
         let is_struct = has_props && matches!(shape, Some("object") | None);
-        let exact = if is_vec && optional {
-            Some(quote!(default, deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",))
-        } else if is_vec {
-            Some(quote!(deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",))
-        } else {
-            None
+        // A required but nullable field is an `Option` too: `None` when `null` or absent.
+        let slot = match (optional, is_vec) {
+            (true, false) => Slot::Option,
+            (true, true) => Slot::OptionVec,
+            (false, false) => Slot::Required,
+            (false, true) => Slot::RequiredVec,
         };
+        let serde = |attrs: TokenStream| if nested && !attrs.is_empty() { quote!(#[serde(#attrs)]) } else { TokenStream::new() };
         let tokens = if optional && required {
             // Required but nullable: always written, `null` when `None`.
-            quote! { #doc #[serde(#rename #exact)] pub #ident: ::std::option::Option<#ty>, }
+            let attrs = serde(quote!(#rename));
+            quote! { #doc #attrs pub #ident: ::std::option::Option<#ty>, }
         } else if optional {
             let ty = if nested && is_struct { quote!(::std::boxed::Box<#ty>) } else { ty };
-            let default = if exact.is_some() { None } else { Some(quote!(default,)) };
+            let attrs = serde(quote!(#rename skip_serializing_if = "::std::option::Option::is_none"));
             quote! {
                 #doc
-                #[serde(#rename #default #exact skip_serializing_if = "::std::option::Option::is_none")]
+                #attrs
                 pub #ident: ::std::option::Option<#ty>,
             }
         } else {
-            quote! { #doc #[serde(#rename #exact)] pub #ident: #ty, }
+            let attrs = serde(quote!(#rename));
+            quote! { #doc #attrs pub #ident: #ty, }
         };
-        Ok(Field { ident, tokens, optional: optional && !required })
+        Ok(Field { ident, tokens, optional: optional && !required, pname: pname.to_string(), slot })
     }
 
     /// The Rust type of `schema`, emitting named types it needs (named from `hint`).
@@ -308,16 +399,19 @@ impl<'a> TypeGen<'a> {
         let required = required_set(schema);
         let mut field_names = UniqueNames::default();
         let mut fields = Vec::new();
-        if flag(schema, "x-kubernetes-preserve-unknown-fields") {
+        let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
+        if preserve {
             field_names.reserve("extra");
         }
         let props = schema.get("properties").and_then(Value::as_object).into_iter().flatten();
         for (pname, pschema) in props {
             let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
-            fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names, true)?.tokens);
+            fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names, true)?);
         }
-        if flag(schema, "x-kubernetes-preserve-unknown-fields") {
-            fields.push(extra_field());
+        let decode = from_fields(&ident, &fields, false, preserve);
+        let mut fields: Vec<TokenStream> = fields.into_iter().map(|f| f.tokens).collect();
+        if preserve {
+            fields.push(extra_field(true));
         }
         let doc = docs(schema);
         let derives = derives();
@@ -327,6 +421,8 @@ impl<'a> TypeGen<'a> {
             pub struct #ident {
                 #(#fields)*
             }
+
+            #decode
         });
         Ok(quote!(#ident))
     }
@@ -403,6 +499,22 @@ struct Field {
     ident: proc_macro2::Ident,
     tokens: TokenStream,
     optional: bool,
+    /// The name on the wire.
+    pname: String,
+    slot: Slot,
+}
+
+/// How a field is decoded into its slot (an `Option` until the struct is built).
+#[derive(Clone, Copy)]
+enum Slot {
+    /// An `Option` field: the slot is the field.
+    Option,
+    /// An `Option<Vec<_>>` field, decoded to its exact length.
+    OptionVec,
+    /// A required field: missing is an error.
+    Required,
+    /// A required `Vec`, decoded to its exact length.
+    RequiredVec,
 }
 
 fn required_set(schema: &Value) -> BTreeSet<&str> {

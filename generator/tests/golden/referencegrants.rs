@@ -72,8 +72,7 @@ pub mod gateway {
             ::std::clone::Clone,
             ::std::fmt::Debug,
             ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Serialize,
-            ::informer_runtime::reexports::serde::Deserialize
+            ::informer_runtime::reexports::serde::Serialize
         )]
         #[serde(crate = "::informer_runtime::reexports::serde")]
         pub struct ReferenceGrantSpecFrom {
@@ -81,7 +80,6 @@ pub mod gateway {
             /// When empty, the Kubernetes core API group is inferred.
             ///
             /// Support: Core
-            #[serde()]
             pub group: ::std::string::String,
             /// Kind is the kind of the referent. Although implementations may support
             /// additional resources, the following types are part of the "Core"
@@ -98,13 +96,47 @@ pub mod gateway {
             /// * TCPRoute
             /// * TLSRoute
             /// * UDPRoute
-            #[serde()]
             pub kind: ::std::string::String,
             /// Namespace is the namespace of the referent.
             ///
             /// Support: Core
-            #[serde()]
             pub namespace: ::std::string::String,
+        }
+        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecFrom {
+            const NAME: &'static str = "ReferenceGrantSpecFrom";
+            const FIELDS: &'static [&'static str] = &["group", "kind", "namespace"];
+            fn from_fields<
+                'de,
+                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
+            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::Ok;
+                let mut f0 = None;
+                let mut f1 = None;
+                let mut f2 = None;
+                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+                    match field {
+                        0 => f0 = Some(map.next_value()?),
+                        1 => f1 = Some(map.next_value()?),
+                        2 => f2 = Some(map.next_value()?),
+                        _ => c::skip_value(&mut map)?,
+                    }
+                }
+                Ok(Self {
+                    group: c::required(f0, "group", &map)?,
+                    kind: c::required(f1, "kind", &map)?,
+                    namespace: c::required(f2, "namespace", &map)?,
+                })
+            }
+        }
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+        for ReferenceGrantSpecFrom {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_fields(deserializer)
+            }
         }
         /// ReferenceGrantTo describes what Kinds are allowed as targets of the
         /// references.
@@ -112,8 +144,7 @@ pub mod gateway {
             ::std::clone::Clone,
             ::std::fmt::Debug,
             ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Serialize,
-            ::informer_runtime::reexports::serde::Deserialize
+            ::informer_runtime::reexports::serde::Serialize
         )]
         #[serde(crate = "::informer_runtime::reexports::serde")]
         pub struct ReferenceGrantSpecTo {
@@ -121,7 +152,6 @@ pub mod gateway {
             /// When empty, the Kubernetes core API group is inferred.
             ///
             /// Support: Core
-            #[serde()]
             pub group: ::std::string::String,
             /// Kind is the kind of the referent. Although implementations may support
             /// additional resources, the following types are part of the "Core"
@@ -129,21 +159,55 @@ pub mod gateway {
             ///
             /// * Secret when used to permit a SecretObjectReference
             /// * Service when used to permit a BackendObjectReference
-            #[serde()]
             pub kind: ::std::string::String,
             /// Name is the name of the referent. When unspecified, this policy
             /// refers to all resources of the specified Group and Kind in the local
             /// namespace.
-            #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             pub name: ::std::option::Option<::std::string::String>,
+        }
+        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecTo {
+            const NAME: &'static str = "ReferenceGrantSpecTo";
+            const FIELDS: &'static [&'static str] = &["group", "kind", "name"];
+            fn from_fields<
+                'de,
+                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
+            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::Ok;
+                let mut f0 = None;
+                let mut f1 = None;
+                let mut f2 = None;
+                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+                    match field {
+                        0 => f0 = Some(map.next_value()?),
+                        1 => f1 = Some(map.next_value()?),
+                        2 => f2 = map.next_value()?,
+                        _ => c::skip_value(&mut map)?,
+                    }
+                }
+                Ok(Self {
+                    group: c::required(f0, "group", &map)?,
+                    kind: c::required(f1, "kind", &map)?,
+                    name: f2,
+                })
+            }
+        }
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+        for ReferenceGrantSpecTo {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_fields(deserializer)
+            }
         }
         /// Spec defines the desired state of ReferenceGrant.
         #[derive(
             ::std::clone::Clone,
             ::std::fmt::Debug,
             ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Serialize,
-            ::informer_runtime::reexports::serde::Deserialize
+            ::informer_runtime::reexports::serde::Serialize
         )]
         #[serde(crate = "::informer_runtime::reexports::serde")]
         pub struct ReferenceGrantSpec {
@@ -153,9 +217,6 @@ pub mod gateway {
             /// this another way, entries MUST be combined using OR.
             ///
             /// Support: Core
-            #[serde(
-                deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
-            )]
             pub from: ::std::vec::Vec<ReferenceGrantSpecFrom>,
             /// To describes the resources that may be referenced by the resources
             /// described in "From". Each entry in this list MUST be considered to be an
@@ -163,10 +224,40 @@ pub mod gateway {
             /// way, entries MUST be combined using OR.
             ///
             /// Support: Core
-            #[serde(
-                deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
-            )]
             pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
+        }
+        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpec {
+            const NAME: &'static str = "ReferenceGrantSpec";
+            const FIELDS: &'static [&'static str] = &["from", "to"];
+            fn from_fields<
+                'de,
+                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
+            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::Ok;
+                let mut f0 = None;
+                let mut f1 = None;
+                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+                    match field {
+                        0 => f0 = Some(c::next_vec_exact(&mut map)?),
+                        1 => f1 = Some(c::next_vec_exact(&mut map)?),
+                        _ => c::skip_value(&mut map)?,
+                    }
+                }
+                Ok(Self {
+                    from: c::required(f0, "from", &map)?,
+                    to: c::required(f1, "to", &map)?,
+                })
+            }
+        }
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+        for ReferenceGrantSpec {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_fields(deserializer)
+            }
         }
         /// ReferenceGrant identifies kinds of resources in other namespaces that are
         /// trusted to reference the specified kinds of resources in the same namespace
@@ -186,19 +277,11 @@ pub mod gateway {
         /// that the grant allowed.
         ///
         /// `ReferenceGrant` objects (gateway.networking.k8s.io/v1, resource `referencegrants`).
-        #[derive(
-            ::std::clone::Clone,
-            ::std::fmt::Debug,
-            ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Deserialize
-        )]
-        #[serde(crate = "::informer_runtime::reexports::serde")]
+        #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
         pub struct ReferenceGrant {
             /// Standard object metadata.
-            #[serde(default)]
             pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
             /// Spec defines the desired state of ReferenceGrant.
-            #[serde()]
             pub spec: ReferenceGrantSpec,
         }
         impl ::informer_runtime::reexports::serde::Serialize for ReferenceGrant {
@@ -213,6 +296,39 @@ pub mod gateway {
                 map.serialize_entry("metadata", &self.metadata)?;
                 map.serialize_entry("spec", &self.spec)?;
                 map.end()
+            }
+        }
+        impl ::informer_runtime::codegen::FromFields for ReferenceGrant {
+            const NAME: &'static str = "ReferenceGrant";
+            const FIELDS: &'static [&'static str] = &["metadata", "spec"];
+            fn from_fields<
+                'de,
+                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
+            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::Ok;
+                let mut f0 = None;
+                let mut f1 = None;
+                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+                    match field {
+                        0 => f0 = Some(map.next_value()?),
+                        1 => f1 = Some(map.next_value()?),
+                        _ => c::skip_value(&mut map)?,
+                    }
+                }
+                Ok(Self {
+                    metadata: f0.unwrap_or_default(),
+                    spec: c::required(f1, "spec", &map)?,
+                })
+            }
+        }
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+        for ReferenceGrant {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_fields(deserializer)
             }
         }
         impl ::informer_runtime::reexports::kube_core::Resource for ReferenceGrant {
@@ -400,8 +516,7 @@ pub mod gateway {
             ::std::clone::Clone,
             ::std::fmt::Debug,
             ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Serialize,
-            ::informer_runtime::reexports::serde::Deserialize
+            ::informer_runtime::reexports::serde::Serialize
         )]
         #[serde(crate = "::informer_runtime::reexports::serde")]
         pub struct ReferenceGrantSpecFrom {
@@ -409,7 +524,6 @@ pub mod gateway {
             /// When empty, the Kubernetes core API group is inferred.
             ///
             /// Support: Core
-            #[serde()]
             pub group: ::std::string::String,
             /// Kind is the kind of the referent. Although implementations may support
             /// additional resources, the following types are part of the "Core"
@@ -426,13 +540,47 @@ pub mod gateway {
             /// * TCPRoute
             /// * TLSRoute
             /// * UDPRoute
-            #[serde()]
             pub kind: ::std::string::String,
             /// Namespace is the namespace of the referent.
             ///
             /// Support: Core
-            #[serde()]
             pub namespace: ::std::string::String,
+        }
+        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecFrom {
+            const NAME: &'static str = "ReferenceGrantSpecFrom";
+            const FIELDS: &'static [&'static str] = &["group", "kind", "namespace"];
+            fn from_fields<
+                'de,
+                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
+            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::Ok;
+                let mut f0 = None;
+                let mut f1 = None;
+                let mut f2 = None;
+                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+                    match field {
+                        0 => f0 = Some(map.next_value()?),
+                        1 => f1 = Some(map.next_value()?),
+                        2 => f2 = Some(map.next_value()?),
+                        _ => c::skip_value(&mut map)?,
+                    }
+                }
+                Ok(Self {
+                    group: c::required(f0, "group", &map)?,
+                    kind: c::required(f1, "kind", &map)?,
+                    namespace: c::required(f2, "namespace", &map)?,
+                })
+            }
+        }
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+        for ReferenceGrantSpecFrom {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_fields(deserializer)
+            }
         }
         /// ReferenceGrantTo describes what Kinds are allowed as targets of the
         /// references.
@@ -440,8 +588,7 @@ pub mod gateway {
             ::std::clone::Clone,
             ::std::fmt::Debug,
             ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Serialize,
-            ::informer_runtime::reexports::serde::Deserialize
+            ::informer_runtime::reexports::serde::Serialize
         )]
         #[serde(crate = "::informer_runtime::reexports::serde")]
         pub struct ReferenceGrantSpecTo {
@@ -449,7 +596,6 @@ pub mod gateway {
             /// When empty, the Kubernetes core API group is inferred.
             ///
             /// Support: Core
-            #[serde()]
             pub group: ::std::string::String,
             /// Kind is the kind of the referent. Although implementations may support
             /// additional resources, the following types are part of the "Core"
@@ -457,21 +603,55 @@ pub mod gateway {
             ///
             /// * Secret when used to permit a SecretObjectReference
             /// * Service when used to permit a BackendObjectReference
-            #[serde()]
             pub kind: ::std::string::String,
             /// Name is the name of the referent. When unspecified, this policy
             /// refers to all resources of the specified Group and Kind in the local
             /// namespace.
-            #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             pub name: ::std::option::Option<::std::string::String>,
+        }
+        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecTo {
+            const NAME: &'static str = "ReferenceGrantSpecTo";
+            const FIELDS: &'static [&'static str] = &["group", "kind", "name"];
+            fn from_fields<
+                'de,
+                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
+            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::Ok;
+                let mut f0 = None;
+                let mut f1 = None;
+                let mut f2 = None;
+                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+                    match field {
+                        0 => f0 = Some(map.next_value()?),
+                        1 => f1 = Some(map.next_value()?),
+                        2 => f2 = map.next_value()?,
+                        _ => c::skip_value(&mut map)?,
+                    }
+                }
+                Ok(Self {
+                    group: c::required(f0, "group", &map)?,
+                    kind: c::required(f1, "kind", &map)?,
+                    name: f2,
+                })
+            }
+        }
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+        for ReferenceGrantSpecTo {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_fields(deserializer)
+            }
         }
         /// Spec defines the desired state of ReferenceGrant.
         #[derive(
             ::std::clone::Clone,
             ::std::fmt::Debug,
             ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Serialize,
-            ::informer_runtime::reexports::serde::Deserialize
+            ::informer_runtime::reexports::serde::Serialize
         )]
         #[serde(crate = "::informer_runtime::reexports::serde")]
         pub struct ReferenceGrantSpec {
@@ -481,9 +661,6 @@ pub mod gateway {
             /// this another way, entries MUST be combined using OR.
             ///
             /// Support: Core
-            #[serde(
-                deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
-            )]
             pub from: ::std::vec::Vec<ReferenceGrantSpecFrom>,
             /// To describes the resources that may be referenced by the resources
             /// described in "From". Each entry in this list MUST be considered to be an
@@ -491,10 +668,40 @@ pub mod gateway {
             /// way, entries MUST be combined using OR.
             ///
             /// Support: Core
-            #[serde(
-                deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact",
-            )]
             pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
+        }
+        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpec {
+            const NAME: &'static str = "ReferenceGrantSpec";
+            const FIELDS: &'static [&'static str] = &["from", "to"];
+            fn from_fields<
+                'de,
+                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
+            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::Ok;
+                let mut f0 = None;
+                let mut f1 = None;
+                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+                    match field {
+                        0 => f0 = Some(c::next_vec_exact(&mut map)?),
+                        1 => f1 = Some(c::next_vec_exact(&mut map)?),
+                        _ => c::skip_value(&mut map)?,
+                    }
+                }
+                Ok(Self {
+                    from: c::required(f0, "from", &map)?,
+                    to: c::required(f1, "to", &map)?,
+                })
+            }
+        }
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+        for ReferenceGrantSpec {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_fields(deserializer)
+            }
         }
         /// ReferenceGrant identifies kinds of resources in other namespaces that are
         /// trusted to reference the specified kinds of resources in the same namespace
@@ -514,19 +721,11 @@ pub mod gateway {
         /// that the grant allowed.
         ///
         /// `ReferenceGrant` objects (gateway.networking.k8s.io/v1beta1, resource `referencegrants`).
-        #[derive(
-            ::std::clone::Clone,
-            ::std::fmt::Debug,
-            ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Deserialize
-        )]
-        #[serde(crate = "::informer_runtime::reexports::serde")]
+        #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
         pub struct ReferenceGrant {
             /// Standard object metadata.
-            #[serde(default)]
             pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
             /// Spec defines the desired state of ReferenceGrant.
-            #[serde()]
             pub spec: ReferenceGrantSpec,
         }
         impl ::informer_runtime::reexports::serde::Serialize for ReferenceGrant {
@@ -541,6 +740,39 @@ pub mod gateway {
                 map.serialize_entry("metadata", &self.metadata)?;
                 map.serialize_entry("spec", &self.spec)?;
                 map.end()
+            }
+        }
+        impl ::informer_runtime::codegen::FromFields for ReferenceGrant {
+            const NAME: &'static str = "ReferenceGrant";
+            const FIELDS: &'static [&'static str] = &["metadata", "spec"];
+            fn from_fields<
+                'de,
+                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
+            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
+                use ::informer_runtime::codegen as c;
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::Ok;
+                let mut f0 = None;
+                let mut f1 = None;
+                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+                    match field {
+                        0 => f0 = Some(map.next_value()?),
+                        1 => f1 = Some(map.next_value()?),
+                        _ => c::skip_value(&mut map)?,
+                    }
+                }
+                Ok(Self {
+                    metadata: f0.unwrap_or_default(),
+                    spec: c::required(f1, "spec", &map)?,
+                })
+            }
+        }
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+        for ReferenceGrant {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_fields(deserializer)
             }
         }
         impl ::informer_runtime::reexports::kube_core::Resource for ReferenceGrant {

@@ -44,33 +44,66 @@ impl<'f> Informers<'f> {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassSpecParametersRef {
     /// Group is the group of the referent.
-    #[serde()]
     pub group: ::std::string::String,
     /// Kind is kind of the referent.
-    #[serde()]
     pub kind: ::std::string::String,
     /// Name is the name of the referent.
-    #[serde()]
     pub name: ::std::string::String,
     /// Namespace is the namespace of the referent.
     /// This field is required when referring to a Namespace-scoped resource and
     /// MUST be unset when referring to a Cluster-scoped resource.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub namespace: ::std::option::Option<::std::string::String>,
+}
+impl ::informer_runtime::codegen::FromFields for GatewayClassSpecParametersRef {
+    const NAME: &'static str = "GatewayClassSpecParametersRef";
+    const FIELDS: &'static [&'static str] = &["group", "kind", "name", "namespace"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = Some(map.next_value()?),
+                3 => f3 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            group: c::required(f0, "group", &map)?,
+            kind: c::required(f1, "kind", &map)?,
+            name: c::required(f2, "name", &map)?,
+            namespace: f3,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for GatewayClassSpecParametersRef {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// Spec defines the desired state of GatewayClass.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassSpec {
@@ -85,7 +118,7 @@ pub struct GatewayClassSpec {
     #[serde(rename = "controllerName")]
     pub controller_name: ::std::string::String,
     /// Description helps describe a GatewayClass with more details.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub description: ::std::option::Option<::std::string::String>,
     /// ParametersRef is a reference to a resource that contains the configuration
     /// parameters corresponding to the GatewayClass. This is optional if the
@@ -107,12 +140,49 @@ pub struct GatewayClassSpec {
     /// Support: Implementation-specific
     #[serde(
         rename = "parametersRef",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub parameters_ref: ::std::option::Option<
         ::std::boxed::Box<GatewayClassSpecParametersRef>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields for GatewayClassSpec {
+    const NAME: &'static str = "GatewayClassSpec";
+    const FIELDS: &'static [&'static str] = &[
+        "controllerName",
+        "description",
+        "parametersRef",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            controller_name: c::required(f0, "controllerName", &map)?,
+            description: f1,
+            parameters_ref: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for GatewayClassSpec {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// status of the condition, one of True, False, Unknown.
 #[derive(
@@ -184,8 +254,7 @@ for GatewayClassStatusConditionsStatus {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassStatusConditions {
@@ -195,14 +264,12 @@ pub struct GatewayClassStatusConditions {
     pub last_transition_time: ::std::string::String,
     /// message is a human readable message indicating details about the transition.
     /// This may be an empty string.
-    #[serde()]
     pub message: ::std::string::String,
     /// observedGeneration represents the .metadata.generation that the condition was set based upon.
     /// For instance, if .metadata.generation is currently 12, but the .status.conditions[x].observedGeneration is 9, the condition is out of date
     /// with respect to the current state of the instance.
     #[serde(
         rename = "observedGeneration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub observed_generation: ::std::option::Option<i64>,
@@ -211,28 +278,103 @@ pub struct GatewayClassStatusConditions {
     /// and whether the values are considered a guaranteed API.
     /// The value should be a CamelCase string.
     /// This field may not be empty.
-    #[serde()]
     pub reason: ::std::string::String,
     /// status of the condition, one of True, False, Unknown.
-    #[serde()]
     pub status: GatewayClassStatusConditionsStatus,
     /// type of condition in CamelCase or in foo.example.com/CamelCase.
-    #[serde()]
     pub r#type: ::std::string::String,
+}
+impl ::informer_runtime::codegen::FromFields for GatewayClassStatusConditions {
+    const NAME: &'static str = "GatewayClassStatusConditions";
+    const FIELDS: &'static [&'static str] = &[
+        "lastTransitionTime",
+        "message",
+        "observedGeneration",
+        "reason",
+        "status",
+        "type",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = map.next_value()?,
+                3 => f3 = Some(map.next_value()?),
+                4 => f4 = Some(map.next_value()?),
+                5 => f5 = Some(map.next_value()?),
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            last_transition_time: c::required(f0, "lastTransitionTime", &map)?,
+            message: c::required(f1, "message", &map)?,
+            observed_generation: f2,
+            reason: c::required(f3, "reason", &map)?,
+            status: c::required(f4, "status", &map)?,
+            r#type: c::required(f5, "type", &map)?,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for GatewayClassStatusConditions {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassStatusSupportedFeatures {
     /// FeatureName is used to describe distinct features that are covered by
     /// conformance tests.
-    #[serde()]
     pub name: ::std::string::String,
+}
+impl ::informer_runtime::codegen::FromFields for GatewayClassStatusSupportedFeatures {
+    const NAME: &'static str = "GatewayClassStatusSupportedFeatures";
+    const FIELDS: &'static [&'static str] = &["name"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            name: c::required(f0, "name", &map)?,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for GatewayClassStatusSupportedFeatures {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// Status defines the current state of GatewayClass.
 ///
@@ -244,8 +386,7 @@ pub struct GatewayClassStatusSupportedFeatures {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct GatewayClassStatus {
@@ -256,23 +397,48 @@ pub struct GatewayClassStatus {
     /// of GatewayClassConditionType for the type of each Condition.
     ///
     /// Default (applied by the server): `[{"lastTransitionTime":"1970-01-01T00:00:00Z","message":"Waiting for controller","reason":"Pending","status":"Unknown","type":"Accepted"}]`.
-    #[serde(
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub conditions: ::std::option::Option<::std::vec::Vec<GatewayClassStatusConditions>>,
     /// SupportedFeatures is the set of features the GatewayClass support.
     /// It MUST be sorted in ascending alphabetical order by the Name key.
     #[serde(
         rename = "supportedFeatures",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub supported_features: ::std::option::Option<
         ::std::vec::Vec<GatewayClassStatusSupportedFeatures>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields for GatewayClassStatus {
+    const NAME: &'static str = "GatewayClassStatus";
+    const FIELDS: &'static [&'static str] = &["conditions", "supportedFeatures"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = c::next_option_vec_exact(&mut map)?,
+                1 => f1 = c::next_option_vec_exact(&mut map)?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            conditions: f0,
+            supported_features: f1,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for GatewayClassStatus {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// GatewayClass describes a class of Gateways available to the user for creating
 /// Gateway resources.
@@ -296,19 +462,11 @@ pub struct GatewayClassStatus {
 /// characters or hyphens ('-'), and MUST start and end with an alphanumeric character.
 ///
 /// `GatewayClass` objects (gateway.networking.k8s.io/v1, resource `gatewayclasses`).
-#[derive(
-    ::std::clone::Clone,
-    ::std::fmt::Debug,
-    ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize
-)]
-#[serde(crate = "::informer_runtime::reexports::serde")]
+#[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
 pub struct GatewayClass {
     /// Standard object metadata.
-    #[serde(default)]
     pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// Spec defines the desired state of GatewayClass.
-    #[serde()]
     pub spec: GatewayClassSpec,
     /// Status defines the current state of GatewayClass.
     ///
@@ -316,7 +474,6 @@ pub struct GatewayClass {
     /// specify their controller name.
     ///
     /// Default (applied by the server): `{"conditions":[{"lastTransitionTime":"1970-01-01T00:00:00Z","message":"Waiting for controller","reason":"Pending","status":"Unknown","type":"Accepted"}]}`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub status: ::std::option::Option<GatewayClassStatus>,
 }
 impl ::informer_runtime::reexports::serde::Serialize for GatewayClass {
@@ -334,6 +491,40 @@ impl ::informer_runtime::reexports::serde::Serialize for GatewayClass {
             map.serialize_entry("status", v)?;
         }
         map.end()
+    }
+}
+impl ::informer_runtime::codegen::FromFields for GatewayClass {
+    const NAME: &'static str = "GatewayClass";
+    const FIELDS: &'static [&'static str] = &["metadata", "spec", "status"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            metadata: f0.unwrap_or_default(),
+            spec: c::required(f1, "spec", &map)?,
+            status: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for GatewayClass {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
     }
 }
 impl ::informer_runtime::reexports::kube_core::Resource for GatewayClass {
@@ -370,8 +561,7 @@ impl ::informer_runtime::reexports::kube_core::Resource for GatewayClass {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ReferenceGrantSpecFrom {
@@ -379,7 +569,6 @@ pub struct ReferenceGrantSpecFrom {
     /// When empty, the Kubernetes core API group is inferred.
     ///
     /// Support: Core
-    #[serde()]
     pub group: ::std::string::String,
     /// Kind is the kind of the referent. Although implementations may support
     /// additional resources, the following types are part of the "Core"
@@ -396,13 +585,46 @@ pub struct ReferenceGrantSpecFrom {
     /// * TCPRoute
     /// * TLSRoute
     /// * UDPRoute
-    #[serde()]
     pub kind: ::std::string::String,
     /// Namespace is the namespace of the referent.
     ///
     /// Support: Core
-    #[serde()]
     pub namespace: ::std::string::String,
+}
+impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecFrom {
+    const NAME: &'static str = "ReferenceGrantSpecFrom";
+    const FIELDS: &'static [&'static str] = &["group", "kind", "namespace"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = Some(map.next_value()?),
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            group: c::required(f0, "group", &map)?,
+            kind: c::required(f1, "kind", &map)?,
+            namespace: c::required(f2, "namespace", &map)?,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ReferenceGrantSpecFrom {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// ReferenceGrantTo describes what Kinds are allowed as targets of the
 /// references.
@@ -410,8 +632,7 @@ pub struct ReferenceGrantSpecFrom {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ReferenceGrantSpecTo {
@@ -419,7 +640,6 @@ pub struct ReferenceGrantSpecTo {
     /// When empty, the Kubernetes core API group is inferred.
     ///
     /// Support: Core
-    #[serde()]
     pub group: ::std::string::String,
     /// Kind is the kind of the referent. Although implementations may support
     /// additional resources, the following types are part of the "Core"
@@ -427,21 +647,54 @@ pub struct ReferenceGrantSpecTo {
     ///
     /// * Secret when used to permit a SecretObjectReference
     /// * Service when used to permit a BackendObjectReference
-    #[serde()]
     pub kind: ::std::string::String,
     /// Name is the name of the referent. When unspecified, this policy
     /// refers to all resources of the specified Group and Kind in the local
     /// namespace.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
+}
+impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecTo {
+    const NAME: &'static str = "ReferenceGrantSpecTo";
+    const FIELDS: &'static [&'static str] = &["group", "kind", "name"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            group: c::required(f0, "group", &map)?,
+            kind: c::required(f1, "kind", &map)?,
+            name: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ReferenceGrantSpecTo {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// Spec defines the desired state of ReferenceGrant.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ReferenceGrantSpec {
@@ -451,7 +704,6 @@ pub struct ReferenceGrantSpec {
     /// this another way, entries MUST be combined using OR.
     ///
     /// Support: Core
-    #[serde(deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact")]
     pub from: ::std::vec::Vec<ReferenceGrantSpecFrom>,
     /// To describes the resources that may be referenced by the resources
     /// described in "From". Each entry in this list MUST be considered to be an
@@ -459,8 +711,38 @@ pub struct ReferenceGrantSpec {
     /// way, entries MUST be combined using OR.
     ///
     /// Support: Core
-    #[serde(deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact")]
     pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
+}
+impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpec {
+    const NAME: &'static str = "ReferenceGrantSpec";
+    const FIELDS: &'static [&'static str] = &["from", "to"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(c::next_vec_exact(&mut map)?),
+                1 => f1 = Some(c::next_vec_exact(&mut map)?),
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            from: c::required(f0, "from", &map)?,
+            to: c::required(f1, "to", &map)?,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ReferenceGrantSpec {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// ReferenceGrant identifies kinds of resources in other namespaces that are
 /// trusted to reference the specified kinds of resources in the same namespace
@@ -480,19 +762,11 @@ pub struct ReferenceGrantSpec {
 /// that the grant allowed.
 ///
 /// `ReferenceGrant` objects (gateway.networking.k8s.io/v1, resource `referencegrants`).
-#[derive(
-    ::std::clone::Clone,
-    ::std::fmt::Debug,
-    ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize
-)]
-#[serde(crate = "::informer_runtime::reexports::serde")]
+#[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
 pub struct ReferenceGrant {
     /// Standard object metadata.
-    #[serde(default)]
     pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// Spec defines the desired state of ReferenceGrant.
-    #[serde()]
     pub spec: ReferenceGrantSpec,
 }
 impl ::informer_runtime::reexports::serde::Serialize for ReferenceGrant {
@@ -507,6 +781,37 @@ impl ::informer_runtime::reexports::serde::Serialize for ReferenceGrant {
         map.serialize_entry("metadata", &self.metadata)?;
         map.serialize_entry("spec", &self.spec)?;
         map.end()
+    }
+}
+impl ::informer_runtime::codegen::FromFields for ReferenceGrant {
+    const NAME: &'static str = "ReferenceGrant";
+    const FIELDS: &'static [&'static str] = &["metadata", "spec"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            metadata: f0.unwrap_or_default(),
+            spec: c::required(f1, "spec", &map)?,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ReferenceGrant {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
     }
 }
 impl ::informer_runtime::reexports::kube_core::Resource for ReferenceGrant {

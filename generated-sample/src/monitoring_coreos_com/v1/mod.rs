@@ -25,8 +25,7 @@ impl<'f> Informers<'f> {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecAttachMetadata {
@@ -39,21 +38,46 @@ pub struct ServiceMonitorSpecAttachMetadata {
     /// Node metadata labels are not automatically added to scraped metrics. They are
     /// exposed as `__meta_kubernetes_node_*` labels and can be copied to timeseries
     /// with relabeling configuration.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub node: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecAttachMetadata {
+    const NAME: &'static str = "ServiceMonitorSpecAttachMetadata";
+    const FIELDS: &'static [&'static str] = &["node"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { node: f0 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecAttachMetadata {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// credentials defines a key of a Secret in the namespace that contains the credentials for authentication.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsAuthorizationCredentials {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -62,11 +86,47 @@ pub struct ServiceMonitorSpecEndpointsAuthorizationCredentials {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsAuthorizationCredentials {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsAuthorizationCredentials";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsAuthorizationCredentials {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// authorization configures the Authorization header credentials used by
 /// the client.
@@ -76,13 +136,12 @@ pub struct ServiceMonitorSpecEndpointsAuthorizationCredentials {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsAuthorization {
     /// credentials defines a key of a Secret in the namespace that contains the credentials for authentication.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub credentials: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsAuthorizationCredentials>,
     >,
@@ -91,8 +150,41 @@ pub struct ServiceMonitorSpecEndpointsAuthorization {
     /// "Basic" is not a supported value.
     ///
     /// Default: "Bearer"
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub r#type: ::std::option::Option<::std::string::String>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsAuthorization {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsAuthorization";
+    const FIELDS: &'static [&'static str] = &["credentials", "type"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            credentials: f0,
+            r#type: f1,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsAuthorization {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// password defines a key of a Secret containing the password for
 /// authentication.
@@ -100,13 +192,11 @@ pub struct ServiceMonitorSpecEndpointsAuthorization {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsBasicAuthPassword {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -115,11 +205,47 @@ pub struct ServiceMonitorSpecEndpointsBasicAuthPassword {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsBasicAuthPassword {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsBasicAuthPassword";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsBasicAuthPassword {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// username defines a key of a Secret containing the username for
 /// authentication.
@@ -127,13 +253,11 @@ pub struct ServiceMonitorSpecEndpointsBasicAuthPassword {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsBasicAuthUsername {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -142,11 +266,47 @@ pub struct ServiceMonitorSpecEndpointsBasicAuthUsername {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsBasicAuthUsername {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsBasicAuthUsername";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsBasicAuthUsername {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// basicAuth defines the Basic Authentication credentials used by the
 /// client.
@@ -156,23 +316,51 @@ pub struct ServiceMonitorSpecEndpointsBasicAuthUsername {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsBasicAuth {
     /// password defines a key of a Secret containing the password for
     /// authentication.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub password: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsBasicAuthPassword>,
     >,
     /// username defines a key of a Secret containing the username for
     /// authentication.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub username: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsBasicAuthUsername>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsBasicAuth {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsBasicAuth";
+    const FIELDS: &'static [&'static str] = &["password", "username"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { password: f0, username: f1 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsBasicAuth {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// bearerTokenSecret defines a key of a Secret containing the bearer token
 /// used by the client for authentication. The secret needs to be in the
@@ -186,13 +374,11 @@ pub struct ServiceMonitorSpecEndpointsBasicAuth {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsBearerTokenSecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -201,11 +387,47 @@ pub struct ServiceMonitorSpecEndpointsBearerTokenSecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsBearerTokenSecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsBearerTokenSecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsBearerTokenSecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// action to perform based on the regex matching.
 ///
@@ -363,8 +585,7 @@ for ServiceMonitorSpecEndpointsMetricRelabelingsAction {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsMetricRelabelings {
@@ -376,34 +597,32 @@ pub struct ServiceMonitorSpecEndpointsMetricRelabelings {
     /// Default: "Replace"
     ///
     /// Default (applied by the server): `"replace"`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub action: ::std::option::Option<
         ServiceMonitorSpecEndpointsMetricRelabelingsAction,
     >,
     /// modulus to take of the hash of the source label values.
     ///
     /// Only applicable when the action is `HashMod`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub modulus: ::std::option::Option<i64>,
     /// regex defines the regular expression against which the extracted value is matched.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub regex: ::std::option::Option<::std::string::String>,
     /// replacement value against which a Replace action is performed if the
     /// regular expression matches.
     ///
     /// Regex capture groups are available.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub replacement: ::std::option::Option<::std::string::String>,
     /// separator defines the string between concatenated SourceLabels.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub separator: ::std::option::Option<::std::string::String>,
     /// sourceLabels defines the source labels select values from existing labels. Their content is
     /// concatenated using the configured Separator and matched against the
     /// configured regular expression.
     #[serde(
         rename = "sourceLabels",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub source_labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -415,23 +634,76 @@ pub struct ServiceMonitorSpecEndpointsMetricRelabelings {
     /// Regex capture groups are available.
     #[serde(
         rename = "targetLabel",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub target_label: ::std::option::Option<::std::string::String>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsMetricRelabelings {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsMetricRelabelings";
+    const FIELDS: &'static [&'static str] = &[
+        "action",
+        "modulus",
+        "regex",
+        "replacement",
+        "separator",
+        "sourceLabels",
+        "targetLabel",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        let mut f6 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                3 => f3 = map.next_value()?,
+                4 => f4 = map.next_value()?,
+                5 => f5 = c::next_option_vec_exact(&mut map)?,
+                6 => f6 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            action: f0,
+            modulus: f1,
+            regex: f2,
+            replacement: f3,
+            separator: f4,
+            source_labels: f5,
+            target_label: f6,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsMetricRelabelings {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
     /// The key to select.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -440,24 +712,58 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the ConfigMap or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -466,11 +772,47 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ClientIdSecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// clientId defines a key of a Secret or ConfigMap containing the
 /// OAuth2 client's ID.
@@ -478,25 +820,53 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ClientId {
     /// configMap defines the ConfigMap containing data to use for the targets.
     #[serde(
         rename = "configMap",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2ClientIdSecret>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2ClientId {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ClientId";
+    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { config_map: f0, secret: f1 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2ClientId {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// clientSecret defines a key of a Secret containing the OAuth2
 /// client's secret.
@@ -504,13 +874,11 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientId {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ClientSecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -519,24 +887,58 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientSecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2ClientSecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ClientSecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2ClientSecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// SecretKeySelector selects a key of a Secret.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -545,24 +947,58 @@ pub struct ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
     /// The key to select.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -571,24 +1007,58 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the ConfigMap or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -597,49 +1067,111 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// ca defines the Certificate authority used when verifying server certificates.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
     /// configMap defines the ConfigMap containing data to use for the targets.
     #[serde(
         rename = "configMap",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCa";
+    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { config_map: f0, secret: f1 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
     /// The key to select.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -648,24 +1180,58 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the ConfigMap or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -674,49 +1240,111 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// cert defines the Client certificate to present when doing client-authentication.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
     /// configMap defines the ConfigMap containing data to use for the targets.
     #[serde(
         rename = "configMap",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCert";
+    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { config_map: f0, secret: f1 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// keySecret defines the Secret containing the client key file for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -725,11 +1353,47 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// maxVersion defines the maximum acceptable TLS version.
 ///
@@ -881,32 +1545,29 @@ for ServiceMonitorSpecEndpointsOauth2TlsConfigMinVersion {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
     /// ca defines the Certificate authority used when verifying server certificates.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub ca: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCa>,
     >,
     /// cert defines the Client certificate to present when doing client-authentication.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub cert: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCert>,
     >,
     /// insecureSkipVerify defines how to disable target certificate validation.
     #[serde(
         rename = "insecureSkipVerify",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub insecure_skip_verify: ::std::option::Option<bool>,
     /// keySecret defines the Secret containing the client key file for the targets.
     #[serde(
         rename = "keySecret",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub key_secret: ::std::option::Option<
@@ -917,7 +1578,6 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
     /// It requires Prometheus >= v2.41.0 or Thanos >= v0.31.0.
     #[serde(
         rename = "maxVersion",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_version: ::std::option::Option<
@@ -928,7 +1588,6 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
     /// It requires Prometheus >= v2.35.0 or Thanos >= v0.28.0.
     #[serde(
         rename = "minVersion",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub min_version: ::std::option::Option<
@@ -937,10 +1596,65 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
     /// serverName is used to verify the hostname for the targets.
     #[serde(
         rename = "serverName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub server_name: ::std::option::Option<::std::string::String>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsOauth2TlsConfig {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfig";
+    const FIELDS: &'static [&'static str] = &[
+        "ca",
+        "cert",
+        "insecureSkipVerify",
+        "keySecret",
+        "maxVersion",
+        "minVersion",
+        "serverName",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        let mut f6 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                3 => f3 = map.next_value()?,
+                4 => f4 = map.next_value()?,
+                5 => f5 = map.next_value()?,
+                6 => f6 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            ca: f0,
+            cert: f1,
+            insecure_skip_verify: f2,
+            key_secret: f3,
+            max_version: f4,
+            min_version: f5,
+            server_name: f6,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2TlsConfig {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// oauth2 defines the OAuth2 settings used by the client.
 ///
@@ -951,8 +1665,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsOauth2 {
@@ -968,7 +1681,6 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
     /// URL.
     #[serde(
         rename = "endpointParams",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub endpoint_params: ::std::option::Option<
@@ -979,11 +1691,7 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
     /// contain port numbers.
     ///
     /// It requires Prometheus >= v2.43.0, Alertmanager >= v0.25.0 or Thanos >= v0.32.0.
-    #[serde(
-        rename = "noProxy",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "noProxy", skip_serializing_if = "::std::option::Option::is_none")]
     pub no_proxy: ::std::option::Option<::std::string::String>,
     /// proxyConnectHeader optionally specifies headers to send to
     /// proxies during CONNECT requests.
@@ -991,7 +1699,6 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
     /// It requires Prometheus >= v2.43.0, Alertmanager >= v0.25.0 or Thanos >= v0.32.0.
     #[serde(
         rename = "proxyConnectHeader",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub proxy_connect_header: ::std::option::Option<
@@ -1005,29 +1712,19 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
     /// It requires Prometheus >= v2.43.0, Alertmanager >= v0.25.0 or Thanos >= v0.32.0.
     #[serde(
         rename = "proxyFromEnvironment",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub proxy_from_environment: ::std::option::Option<bool>,
     /// proxyUrl defines the HTTP proxy server to use.
-    #[serde(
-        rename = "proxyUrl",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "proxyUrl", skip_serializing_if = "::std::option::Option::is_none")]
     pub proxy_url: ::std::option::Option<::std::string::String>,
     /// scopes defines the OAuth2 scopes used for the token request.
-    #[serde(
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub scopes: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// tlsConfig defines the TLS configuration to use when connecting to the OAuth2 server.
     /// It requires Prometheus >= v2.43.0.
     #[serde(
         rename = "tlsConfig",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub tls_config: ::std::option::Option<
@@ -1037,18 +1734,83 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
     #[serde(rename = "tokenUrl")]
     pub token_url: ::std::string::String,
 }
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsOauth2 {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2";
+    const FIELDS: &'static [&'static str] = &[
+        "clientId",
+        "clientSecret",
+        "endpointParams",
+        "noProxy",
+        "proxyConnectHeader",
+        "proxyFromEnvironment",
+        "proxyUrl",
+        "scopes",
+        "tlsConfig",
+        "tokenUrl",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        let mut f6 = None;
+        let mut f7 = None;
+        let mut f8 = None;
+        let mut f9 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = map.next_value()?,
+                3 => f3 = map.next_value()?,
+                4 => f4 = map.next_value()?,
+                5 => f5 = map.next_value()?,
+                6 => f6 = map.next_value()?,
+                7 => f7 = c::next_option_vec_exact(&mut map)?,
+                8 => f8 = map.next_value()?,
+                9 => f9 = Some(map.next_value()?),
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            client_id: c::required(f0, "clientId", &map)?,
+            client_secret: c::required(f1, "clientSecret", &map)?,
+            endpoint_params: f2,
+            no_proxy: f3,
+            proxy_connect_header: f4,
+            proxy_from_environment: f5,
+            proxy_url: f6,
+            scopes: f7,
+            tls_config: f8,
+            token_url: c::required(f9, "tokenUrl", &map)?,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsOauth2 {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
+}
 /// SecretKeySelector selects a key of a Secret.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -1057,11 +1819,47 @@ pub struct ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsProxyConnectHeaderValue";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// action to perform based on the regex matching.
 ///
@@ -1219,8 +2017,7 @@ for ServiceMonitorSpecEndpointsRelabelingsAction {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsRelabelings {
@@ -1232,32 +2029,30 @@ pub struct ServiceMonitorSpecEndpointsRelabelings {
     /// Default: "Replace"
     ///
     /// Default (applied by the server): `"replace"`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub action: ::std::option::Option<ServiceMonitorSpecEndpointsRelabelingsAction>,
     /// modulus to take of the hash of the source label values.
     ///
     /// Only applicable when the action is `HashMod`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub modulus: ::std::option::Option<i64>,
     /// regex defines the regular expression against which the extracted value is matched.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub regex: ::std::option::Option<::std::string::String>,
     /// replacement value against which a Replace action is performed if the
     /// regular expression matches.
     ///
     /// Regex capture groups are available.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub replacement: ::std::option::Option<::std::string::String>,
     /// separator defines the string between concatenated SourceLabels.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub separator: ::std::option::Option<::std::string::String>,
     /// sourceLabels defines the source labels select values from existing labels. Their content is
     /// concatenated using the configured Separator and matched against the
     /// configured regular expression.
     #[serde(
         rename = "sourceLabels",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub source_labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1269,10 +2064,64 @@ pub struct ServiceMonitorSpecEndpointsRelabelings {
     /// Regex capture groups are available.
     #[serde(
         rename = "targetLabel",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub target_label: ::std::option::Option<::std::string::String>,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsRelabelings {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsRelabelings";
+    const FIELDS: &'static [&'static str] = &[
+        "action",
+        "modulus",
+        "regex",
+        "replacement",
+        "separator",
+        "sourceLabels",
+        "targetLabel",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        let mut f6 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                3 => f3 = map.next_value()?,
+                4 => f4 = map.next_value()?,
+                5 => f5 = c::next_option_vec_exact(&mut map)?,
+                6 => f6 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            action: f0,
+            modulus: f1,
+            regex: f2,
+            replacement: f3,
+            separator: f4,
+            source_labels: f5,
+            target_label: f6,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsRelabelings {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// scheme defines the HTTP scheme to use when scraping the metrics.
 #[derive(
@@ -1348,13 +2197,11 @@ for ServiceMonitorSpecEndpointsScheme {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
     /// The key to select.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -1363,24 +2210,58 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the ConfigMap or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCaConfigMap";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCaSecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -1389,49 +2270,110 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCaSecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsTlsConfigCaSecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCaSecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsTlsConfigCaSecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// ca defines the Certificate authority used when verifying server certificates.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCa {
     /// configMap defines the ConfigMap containing data to use for the targets.
     #[serde(
         rename = "configMap",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCaConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCaSecret>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsTlsConfigCa {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCa";
+    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { config_map: f0, secret: f1 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsTlsConfigCa {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
     /// The key to select.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -1440,24 +2382,58 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the ConfigMap or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCertConfigMap";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCertSecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -1466,49 +2442,111 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCertSecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsTlsConfigCertSecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCertSecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsTlsConfigCertSecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// cert defines the Client certificate to present when doing client-authentication.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigCert {
     /// configMap defines the ConfigMap containing data to use for the targets.
     #[serde(
         rename = "configMap",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub config_map: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCertConfigMap>,
     >,
     /// secret defines the Secret containing data to use for the targets.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub secret: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCertSecret>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsTlsConfigCert {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCert";
+    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { config_map: f0, secret: f1 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsTlsConfigCert {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// keySecret defines the Secret containing the client key file for the targets.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfigKeySecret {
     /// The key of the secret to select from.  Must be a valid secret key.
-    #[serde()]
     pub key: ::std::string::String,
     /// Name of the referent.
     /// This field is effectively required, but due to backwards compatibility is
@@ -1517,11 +2555,47 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigKeySecret {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     ///
     /// Default (applied by the server): `""`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// Specify whether the Secret or its key must be defined
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecEndpointsTlsConfigKeySecret {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigKeySecret";
+    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            name: f1,
+            optional: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsTlsConfigKeySecret {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// maxVersion defines the maximum acceptable TLS version.
 ///
@@ -1670,53 +2744,38 @@ for ServiceMonitorSpecEndpointsTlsConfigMinVersion {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpointsTlsConfig {
     /// ca defines the Certificate authority used when verifying server certificates.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub ca: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCa>,
     >,
     /// caFile defines the path to the CA cert in the Prometheus container to use for the targets.
-    #[serde(
-        rename = "caFile",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "caFile", skip_serializing_if = "::std::option::Option::is_none")]
     pub ca_file: ::std::option::Option<::std::string::String>,
     /// cert defines the Client certificate to present when doing client-authentication.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub cert: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCert>,
     >,
     /// certFile defines the path to the client cert file in the Prometheus container for the targets.
-    #[serde(
-        rename = "certFile",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "certFile", skip_serializing_if = "::std::option::Option::is_none")]
     pub cert_file: ::std::option::Option<::std::string::String>,
     /// insecureSkipVerify defines how to disable target certificate validation.
     #[serde(
         rename = "insecureSkipVerify",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub insecure_skip_verify: ::std::option::Option<bool>,
     /// keyFile defines the path to the client key file in the Prometheus container for the targets.
-    #[serde(
-        rename = "keyFile",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "keyFile", skip_serializing_if = "::std::option::Option::is_none")]
     pub key_file: ::std::option::Option<::std::string::String>,
     /// keySecret defines the Secret containing the client key file for the targets.
     #[serde(
         rename = "keySecret",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub key_secret: ::std::option::Option<
@@ -1727,7 +2786,6 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
     /// It requires Prometheus >= v2.41.0 or Thanos >= v0.31.0.
     #[serde(
         rename = "maxVersion",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_version: ::std::option::Option<
@@ -1738,7 +2796,6 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
     /// It requires Prometheus >= v2.35.0 or Thanos >= v0.28.0.
     #[serde(
         rename = "minVersion",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub min_version: ::std::option::Option<
@@ -1747,10 +2804,76 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
     /// serverName is used to verify the hostname for the targets.
     #[serde(
         rename = "serverName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub server_name: ::std::option::Option<::std::string::String>,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsTlsConfig {
+    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfig";
+    const FIELDS: &'static [&'static str] = &[
+        "ca",
+        "caFile",
+        "cert",
+        "certFile",
+        "insecureSkipVerify",
+        "keyFile",
+        "keySecret",
+        "maxVersion",
+        "minVersion",
+        "serverName",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        let mut f6 = None;
+        let mut f7 = None;
+        let mut f8 = None;
+        let mut f9 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                3 => f3 = map.next_value()?,
+                4 => f4 = map.next_value()?,
+                5 => f5 = map.next_value()?,
+                6 => f6 = map.next_value()?,
+                7 => f7 = map.next_value()?,
+                8 => f8 = map.next_value()?,
+                9 => f9 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            ca: f0,
+            ca_file: f1,
+            cert: f2,
+            cert_file: f3,
+            insecure_skip_verify: f4,
+            key_file: f5,
+            key_secret: f6,
+            max_version: f7,
+            min_version: f8,
+            server_name: f9,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpointsTlsConfig {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// Endpoint defines an endpoint serving Prometheus metrics to be scraped by
 /// Prometheus.
@@ -1758,8 +2881,7 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecEndpoints {
@@ -1767,7 +2889,7 @@ pub struct ServiceMonitorSpecEndpoints {
     /// the client.
     ///
     /// Cannot be set at the same time as `basicAuth`, `bearerTokenSecret` or `oauth2`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub authorization: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsAuthorization>,
     >,
@@ -1777,7 +2899,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// Cannot be set at the same time as `authorization`, `bearerTokenSecret` or `oauth2`.
     #[serde(
         rename = "basicAuth",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub basic_auth: ::std::option::Option<
@@ -1788,7 +2909,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// Deprecated: use `authorization` instead.
     #[serde(
         rename = "bearerTokenFile",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub bearer_token_file: ::std::option::Option<::std::string::String>,
@@ -1802,7 +2922,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// Deprecated: use `authorization` instead.
     #[serde(
         rename = "bearerTokenSecret",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub bearer_token_secret: ::std::option::Option<
@@ -1811,7 +2930,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// enableHttp2 can be used to disable HTTP2.
     #[serde(
         rename = "enableHttp2",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub enable_http2: ::std::option::Option<bool>,
@@ -1823,7 +2941,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-phase
     #[serde(
         rename = "filterRunning",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub filter_running: ::std::option::Option<bool>,
@@ -1831,7 +2948,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// redirects.
     #[serde(
         rename = "followRedirects",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub follow_redirects: ::std::option::Option<bool>,
@@ -1839,7 +2955,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// with the target's labels.
     #[serde(
         rename = "honorLabels",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub honor_labels: ::std::option::Option<bool>,
@@ -1847,21 +2962,18 @@ pub struct ServiceMonitorSpecEndpoints {
     /// when exposed by the target.
     #[serde(
         rename = "honorTimestamps",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub honor_timestamps: ::std::option::Option<bool>,
     /// interval at which Prometheus scrapes the metrics from the target.
     ///
     /// If empty, Prometheus uses the global scrape interval.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub interval: ::std::option::Option<::std::string::String>,
     /// metricRelabelings defines the relabeling rules to apply to the
     /// samples before ingestion.
     #[serde(
         rename = "metricRelabelings",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub metric_relabelings: ::std::option::Option<
@@ -1872,23 +2984,19 @@ pub struct ServiceMonitorSpecEndpoints {
     /// contain port numbers.
     ///
     /// It requires Prometheus >= v2.43.0, Alertmanager >= v0.25.0 or Thanos >= v0.32.0.
-    #[serde(
-        rename = "noProxy",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "noProxy", skip_serializing_if = "::std::option::Option::is_none")]
     pub no_proxy: ::std::option::Option<::std::string::String>,
     /// oauth2 defines the OAuth2 settings used by the client.
     ///
     /// It requires Prometheus >= 2.27.0.
     ///
     /// Cannot be set at the same time as `authorization`, `basicAuth` or `bearerTokenSecret`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub oauth2: ::std::option::Option<
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2>,
     >,
     /// params define optional HTTP URL parameters.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub params: ::std::option::Option<
         ::std::collections::BTreeMap<
             ::std::string::String,
@@ -1898,13 +3006,13 @@ pub struct ServiceMonitorSpecEndpoints {
     /// path defines the HTTP path from which to scrape for metrics.
     ///
     /// If empty, Prometheus uses the default value (e.g. `/metrics`).
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub path: ::std::option::Option<::std::string::String>,
     /// port defines the name of the Service port which this endpoint refers to
     /// (e.g. `.spec.ports[].name`).
     ///
     /// It takes precedence over `targetPort`.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub port: ::std::option::Option<::std::string::String>,
     /// proxyConnectHeader optionally specifies headers to send to
     /// proxies during CONNECT requests.
@@ -1912,7 +3020,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// It requires Prometheus >= v2.43.0, Alertmanager >= v0.25.0 or Thanos >= v0.32.0.
     #[serde(
         rename = "proxyConnectHeader",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub proxy_connect_header: ::std::option::Option<
@@ -1926,16 +3033,11 @@ pub struct ServiceMonitorSpecEndpoints {
     /// It requires Prometheus >= v2.43.0, Alertmanager >= v0.25.0 or Thanos >= v0.32.0.
     #[serde(
         rename = "proxyFromEnvironment",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub proxy_from_environment: ::std::option::Option<bool>,
     /// proxyUrl defines the HTTP proxy server to use.
-    #[serde(
-        rename = "proxyUrl",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "proxyUrl", skip_serializing_if = "::std::option::Option::is_none")]
     pub proxy_url: ::std::option::Option<::std::string::String>,
     /// relabelings defines the relabeling rules to apply the target's
     /// metadata labels.
@@ -1945,16 +3047,12 @@ pub struct ServiceMonitorSpecEndpoints {
     /// The original scrape job's name is available via the `__tmp_prometheus_job_name` label.
     ///
     /// More info: https://prometheus.io/docs/prometheus/latest/configuration/configuration/#relabel_config
-    #[serde(
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub relabelings: ::std::option::Option<
         ::std::vec::Vec<ServiceMonitorSpecEndpointsRelabelings>,
     >,
     /// scheme defines the HTTP scheme to use when scraping the metrics.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub scheme: ::std::option::Option<ServiceMonitorSpecEndpointsScheme>,
     /// scrapeTimeout defines the timeout after which Prometheus considers the scrape to be failed.
     ///
@@ -1963,7 +3061,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// The value cannot be greater than the scrape interval otherwise the operator will reject the resource.
     #[serde(
         rename = "scrapeTimeout",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scrape_timeout: ::std::option::Option<::std::string::String>,
@@ -1973,7 +3070,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// If a number, it matches against `.spec.containers[].ports[].containerPort` of the Pods.
     #[serde(
         rename = "targetPort",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub target_port: ::std::option::Option<
@@ -1982,7 +3078,6 @@ pub struct ServiceMonitorSpecEndpoints {
     /// tlsConfig defines TLS configuration used by the client.
     #[serde(
         rename = "tlsConfig",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub tls_config: ::std::option::Option<
@@ -1995,10 +3090,136 @@ pub struct ServiceMonitorSpecEndpoints {
     /// It requires Prometheus >= v2.48.0.
     #[serde(
         rename = "trackTimestampsStaleness",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub track_timestamps_staleness: ::std::option::Option<bool>,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpoints {
+    const NAME: &'static str = "ServiceMonitorSpecEndpoints";
+    const FIELDS: &'static [&'static str] = &[
+        "authorization",
+        "basicAuth",
+        "bearerTokenFile",
+        "bearerTokenSecret",
+        "enableHttp2",
+        "filterRunning",
+        "followRedirects",
+        "honorLabels",
+        "honorTimestamps",
+        "interval",
+        "metricRelabelings",
+        "noProxy",
+        "oauth2",
+        "params",
+        "path",
+        "port",
+        "proxyConnectHeader",
+        "proxyFromEnvironment",
+        "proxyUrl",
+        "relabelings",
+        "scheme",
+        "scrapeTimeout",
+        "targetPort",
+        "tlsConfig",
+        "trackTimestampsStaleness",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        let mut f6 = None;
+        let mut f7 = None;
+        let mut f8 = None;
+        let mut f9 = None;
+        let mut f10 = None;
+        let mut f11 = None;
+        let mut f12 = None;
+        let mut f13 = None;
+        let mut f14 = None;
+        let mut f15 = None;
+        let mut f16 = None;
+        let mut f17 = None;
+        let mut f18 = None;
+        let mut f19 = None;
+        let mut f20 = None;
+        let mut f21 = None;
+        let mut f22 = None;
+        let mut f23 = None;
+        let mut f24 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                3 => f3 = map.next_value()?,
+                4 => f4 = map.next_value()?,
+                5 => f5 = map.next_value()?,
+                6 => f6 = map.next_value()?,
+                7 => f7 = map.next_value()?,
+                8 => f8 = map.next_value()?,
+                9 => f9 = map.next_value()?,
+                10 => f10 = c::next_option_vec_exact(&mut map)?,
+                11 => f11 = map.next_value()?,
+                12 => f12 = map.next_value()?,
+                13 => f13 = map.next_value()?,
+                14 => f14 = map.next_value()?,
+                15 => f15 = map.next_value()?,
+                16 => f16 = map.next_value()?,
+                17 => f17 = map.next_value()?,
+                18 => f18 = map.next_value()?,
+                19 => f19 = c::next_option_vec_exact(&mut map)?,
+                20 => f20 = map.next_value()?,
+                21 => f21 = map.next_value()?,
+                22 => f22 = map.next_value()?,
+                23 => f23 = map.next_value()?,
+                24 => f24 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            authorization: f0,
+            basic_auth: f1,
+            bearer_token_file: f2,
+            bearer_token_secret: f3,
+            enable_http2: f4,
+            filter_running: f5,
+            follow_redirects: f6,
+            honor_labels: f7,
+            honor_timestamps: f8,
+            interval: f9,
+            metric_relabelings: f10,
+            no_proxy: f11,
+            oauth2: f12,
+            params: f13,
+            path: f14,
+            port: f15,
+            proxy_connect_header: f16,
+            proxy_from_environment: f17,
+            proxy_url: f18,
+            relabelings: f19,
+            scheme: f20,
+            scrape_timeout: f21,
+            target_port: f22,
+            tls_config: f23,
+            track_timestamps_staleness: f24,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecEndpoints {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// fallbackScrapeProtocol defines the protocol to use if a scrape returns blank, unparseable, or otherwise invalid Content-Type.
 ///
@@ -2085,23 +3306,49 @@ for ServiceMonitorSpecFallbackScrapeProtocol {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecNamespaceSelector {
     /// any defines the boolean describing whether all namespaces are selected in contrast to a
     /// list restricting them.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub any: ::std::option::Option<bool>,
     /// matchNames defines the list of namespace names to select from.
     #[serde(
         rename = "matchNames",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecNamespaceSelector {
+    const NAME: &'static str = "ServiceMonitorSpecNamespaceSelector";
+    const FIELDS: &'static [&'static str] = &["any", "matchNames"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = c::next_option_vec_exact(&mut map)?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { any: f0, match_names: f1 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecNamespaceSelector {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// ScrapeProtocol represents a protocol used by Prometheus for scraping metrics.
 /// Supported values are:
@@ -2192,44 +3439,70 @@ for ServiceMonitorSpecScrapeProtocols {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecSelectorMatchExpressions {
     /// key is the label key that the selector applies to.
-    #[serde()]
     pub key: ::std::string::String,
     /// operator represents a key's relationship to a set of values.
     /// Valid operators are In, NotIn, Exists and DoesNotExist.
-    #[serde()]
     pub operator: ::std::string::String,
     /// values is an array of string values. If the operator is In or NotIn,
     /// the values array must be non-empty. If the operator is Exists or DoesNotExist,
     /// the values array must be empty. This array is replaced during a strategic
     /// merge patch.
-    #[serde(
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+}
+impl ::informer_runtime::codegen::FromFields
+for ServiceMonitorSpecSelectorMatchExpressions {
+    const NAME: &'static str = "ServiceMonitorSpecSelectorMatchExpressions";
+    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = c::next_option_vec_exact(&mut map)?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            key: c::required(f0, "key", &map)?,
+            operator: c::required(f1, "operator", &map)?,
+            values: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecSelectorMatchExpressions {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// selector defines the label selector to select the Kubernetes `Endpoints` objects to scrape metrics from.
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpecSelector {
     /// matchExpressions is a list of label selector requirements. The requirements are ANDed.
     #[serde(
         rename = "matchExpressions",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_expressions: ::std::option::Option<
@@ -2240,12 +3513,43 @@ pub struct ServiceMonitorSpecSelector {
     /// operator is "In", and the values array contains only "value". The requirements are ANDed.
     #[serde(
         rename = "matchLabels",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_labels: ::std::option::Option<
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecSelector {
+    const NAME: &'static str = "ServiceMonitorSpecSelector";
+    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = c::next_option_vec_exact(&mut map)?,
+                1 => f1 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            match_expressions: f0,
+            match_labels: f1,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorSpecSelector {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// selectorMechanism defines the mechanism used to select the endpoints to scrape.
 /// By default, the selection process relies on relabel configurations to filter the discovered targets.
@@ -2384,8 +3688,7 @@ for ServiceMonitorSpecServiceDiscoveryRole {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorSpec {
@@ -2395,7 +3698,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.37.0.
     #[serde(
         rename = "attachMetadata",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub attach_metadata: ::std::option::Option<
@@ -2407,7 +3709,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.28.0.
     #[serde(
         rename = "bodySizeLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub body_size_limit: ::std::option::Option<::std::string::String>,
@@ -2415,21 +3716,18 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v3.0.0.
     #[serde(
         rename = "convertClassicHistogramsToNHCB",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub convert_classic_histograms_to_nhcb: ::std::option::Option<bool>,
     /// endpoints defines the list of endpoints part of this ServiceMonitor.
     /// Defines how to scrape metrics from Kubernetes [Endpoints](https://kubernetes.io/docs/concepts/services-networking/service/#endpoints) objects.
     /// In most cases, an Endpoints object is backed by a Kubernetes [Service](https://kubernetes.io/docs/concepts/services-networking/service/) object with the same name and labels.
-    #[serde(deserialize_with = "::informer_runtime::codegen::deserialize_vec_exact")]
     pub endpoints: ::std::vec::Vec<ServiceMonitorSpecEndpoints>,
     /// fallbackScrapeProtocol defines the protocol to use if a scrape returns blank, unparseable, or otherwise invalid Content-Type.
     ///
     /// It requires Prometheus >= v3.0.0.
     #[serde(
         rename = "fallbackScrapeProtocol",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub fallback_scrape_protocol: ::std::option::Option<
@@ -2445,11 +3743,7 @@ pub struct ServiceMonitorSpec {
     /// If the value of this field is empty or if the label doesn't exist for
     /// the given Service, the `job` label of the metrics defaults to the name
     /// of the associated Kubernetes `Service`.
-    #[serde(
-        rename = "jobLabel",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "jobLabel", skip_serializing_if = "::std::option::Option::is_none")]
     pub job_label: ::std::option::Option<::std::string::String>,
     /// keepDroppedTargets defines the per-scrape limit on the number of targets dropped by relabeling
     /// that will be kept in memory. 0 means no limit.
@@ -2457,7 +3751,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.47.0.
     #[serde(
         rename = "keepDroppedTargets",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub keep_dropped_targets: ::std::option::Option<i64>,
@@ -2466,7 +3759,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.27.0.
     #[serde(
         rename = "labelLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_limit: ::std::option::Option<i64>,
@@ -2475,7 +3767,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.27.0.
     #[serde(
         rename = "labelNameLengthLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_name_length_limit: ::std::option::Option<i64>,
@@ -2484,7 +3775,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.27.0.
     #[serde(
         rename = "labelValueLengthLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub label_value_length_limit: ::std::option::Option<i64>,
@@ -2492,7 +3782,6 @@ pub struct ServiceMonitorSpec {
     /// By default, the services are discovered in the same namespace as the `ServiceMonitor` object but it is possible to select pods across different/all namespaces.
     #[serde(
         rename = "namespaceSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
@@ -2503,7 +3792,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.45.0.
     #[serde(
         rename = "nativeHistogramBucketLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub native_histogram_bucket_limit: ::std::option::Option<i64>,
@@ -2512,7 +3800,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.50.0.
     #[serde(
         rename = "nativeHistogramMinBucketFactor",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub native_histogram_min_bucket_factor: ::std::option::Option<
@@ -2522,8 +3809,6 @@ pub struct ServiceMonitorSpec {
     /// associated Kubernetes `Pod` object onto the ingested metrics.
     #[serde(
         rename = "podTargetLabels",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_target_labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -2531,14 +3816,12 @@ pub struct ServiceMonitorSpec {
     /// that will be accepted.
     #[serde(
         rename = "sampleLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub sample_limit: ::std::option::Option<i64>,
     /// scrapeClass defines the scrape class to apply.
     #[serde(
         rename = "scrapeClass",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scrape_class: ::std::option::Option<::std::string::String>,
@@ -2548,7 +3831,6 @@ pub struct ServiceMonitorSpec {
     /// Notice: `scrapeClassicHistograms` corresponds to the `always_scrape_classic_histograms` field in the Prometheus configuration.
     #[serde(
         rename = "scrapeClassicHistograms",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scrape_classic_histograms: ::std::option::Option<bool>,
@@ -2556,7 +3838,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v3.8.0.
     #[serde(
         rename = "scrapeNativeHistograms",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scrape_native_histograms: ::std::option::Option<bool>,
@@ -2568,15 +3849,12 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.49.0.
     #[serde(
         rename = "scrapeProtocols",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scrape_protocols: ::std::option::Option<
         ::std::vec::Vec<ServiceMonitorSpecScrapeProtocols>,
     >,
     /// selector defines the label selector to select the Kubernetes `Endpoints` objects to scrape metrics from.
-    #[serde()]
     pub selector: ServiceMonitorSpecSelector,
     /// selectorMechanism defines the mechanism used to select the endpoints to scrape.
     /// By default, the selection process relies on relabel configurations to filter the discovered targets.
@@ -2586,7 +3864,6 @@ pub struct ServiceMonitorSpec {
     /// It requires Prometheus >= v2.17.0.
     #[serde(
         rename = "selectorMechanism",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub selector_mechanism: ::std::option::Option<ServiceMonitorSpecSelectorMechanism>,
@@ -2597,7 +3874,6 @@ pub struct ServiceMonitorSpec {
     /// Prometheus/PrometheusAgent resource.
     #[serde(
         rename = "serviceDiscoveryRole",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub service_discovery_role: ::std::option::Option<
@@ -2607,8 +3883,6 @@ pub struct ServiceMonitorSpec {
     /// associated Kubernetes `Service` object onto the ingested metrics.
     #[serde(
         rename = "targetLabels",
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub target_labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -2616,10 +3890,131 @@ pub struct ServiceMonitorSpec {
     /// be accepted.
     #[serde(
         rename = "targetLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub target_limit: ::std::option::Option<i64>,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpec {
+    const NAME: &'static str = "ServiceMonitorSpec";
+    const FIELDS: &'static [&'static str] = &[
+        "attachMetadata",
+        "bodySizeLimit",
+        "convertClassicHistogramsToNHCB",
+        "endpoints",
+        "fallbackScrapeProtocol",
+        "jobLabel",
+        "keepDroppedTargets",
+        "labelLimit",
+        "labelNameLengthLimit",
+        "labelValueLengthLimit",
+        "namespaceSelector",
+        "nativeHistogramBucketLimit",
+        "nativeHistogramMinBucketFactor",
+        "podTargetLabels",
+        "sampleLimit",
+        "scrapeClass",
+        "scrapeClassicHistograms",
+        "scrapeNativeHistograms",
+        "scrapeProtocols",
+        "selector",
+        "selectorMechanism",
+        "serviceDiscoveryRole",
+        "targetLabels",
+        "targetLimit",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        let mut f6 = None;
+        let mut f7 = None;
+        let mut f8 = None;
+        let mut f9 = None;
+        let mut f10 = None;
+        let mut f11 = None;
+        let mut f12 = None;
+        let mut f13 = None;
+        let mut f14 = None;
+        let mut f15 = None;
+        let mut f16 = None;
+        let mut f17 = None;
+        let mut f18 = None;
+        let mut f19 = None;
+        let mut f20 = None;
+        let mut f21 = None;
+        let mut f22 = None;
+        let mut f23 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = map.next_value()?,
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                3 => f3 = Some(c::next_vec_exact(&mut map)?),
+                4 => f4 = map.next_value()?,
+                5 => f5 = map.next_value()?,
+                6 => f6 = map.next_value()?,
+                7 => f7 = map.next_value()?,
+                8 => f8 = map.next_value()?,
+                9 => f9 = map.next_value()?,
+                10 => f10 = map.next_value()?,
+                11 => f11 = map.next_value()?,
+                12 => f12 = map.next_value()?,
+                13 => f13 = c::next_option_vec_exact(&mut map)?,
+                14 => f14 = map.next_value()?,
+                15 => f15 = map.next_value()?,
+                16 => f16 = map.next_value()?,
+                17 => f17 = map.next_value()?,
+                18 => f18 = c::next_option_vec_exact(&mut map)?,
+                19 => f19 = Some(map.next_value()?),
+                20 => f20 = map.next_value()?,
+                21 => f21 = map.next_value()?,
+                22 => f22 = c::next_option_vec_exact(&mut map)?,
+                23 => f23 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            attach_metadata: f0,
+            body_size_limit: f1,
+            convert_classic_histograms_to_nhcb: f2,
+            endpoints: c::required(f3, "endpoints", &map)?,
+            fallback_scrape_protocol: f4,
+            job_label: f5,
+            keep_dropped_targets: f6,
+            label_limit: f7,
+            label_name_length_limit: f8,
+            label_value_length_limit: f9,
+            namespace_selector: f10,
+            native_histogram_bucket_limit: f11,
+            native_histogram_min_bucket_factor: f12,
+            pod_target_labels: f13,
+            sample_limit: f14,
+            scrape_class: f15,
+            scrape_classic_histograms: f16,
+            scrape_native_histograms: f17,
+            scrape_protocols: f18,
+            selector: c::required(f19, "selector", &map)?,
+            selector_mechanism: f20,
+            service_discovery_role: f21,
+            target_labels: f22,
+            target_limit: f23,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ServiceMonitorSpec {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// type of the condition being reported.
 /// Currently, only "Accepted" is supported.
@@ -2684,8 +4079,7 @@ for ServiceMonitorStatusBindingsConditionsType {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorStatusBindingsConditions {
@@ -2693,7 +4087,7 @@ pub struct ServiceMonitorStatusBindingsConditions {
     #[serde(rename = "lastTransitionTime")]
     pub last_transition_time: ::std::string::String,
     /// message defines the human-readable message indicating details for the condition's last transition.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub message: ::std::option::Option<::std::string::String>,
     /// observedGeneration defines the .metadata.generation that the
     /// condition was set based upon. For instance, if `.metadata.generation` is
@@ -2701,20 +4095,68 @@ pub struct ServiceMonitorStatusBindingsConditions {
     /// condition is out of date with respect to the current state of the object.
     #[serde(
         rename = "observedGeneration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub observed_generation: ::std::option::Option<i64>,
     /// reason for the condition's last transition.
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
     /// status of the condition.
-    #[serde()]
     pub status: ::std::string::String,
     /// type of the condition being reported.
     /// Currently, only "Accepted" is supported.
-    #[serde()]
     pub r#type: ServiceMonitorStatusBindingsConditionsType,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorStatusBindingsConditions {
+    const NAME: &'static str = "ServiceMonitorStatusBindingsConditions";
+    const FIELDS: &'static [&'static str] = &[
+        "lastTransitionTime",
+        "message",
+        "observedGeneration",
+        "reason",
+        "status",
+        "type",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        let mut f5 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = map.next_value()?,
+                2 => f2 = map.next_value()?,
+                3 => f3 = map.next_value()?,
+                4 => f4 = Some(map.next_value()?),
+                5 => f5 = Some(map.next_value()?),
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            last_transition_time: c::required(f0, "lastTransitionTime", &map)?,
+            message: f1,
+            observed_generation: f2,
+            reason: f3,
+            status: c::required(f4, "status", &map)?,
+            r#type: c::required(f5, "type", &map)?,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorStatusBindingsConditions {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// group defines the group of the referenced resource.
 #[derive(
@@ -2849,32 +4291,70 @@ for ServiceMonitorStatusBindingsResource {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorStatusBindings {
     /// conditions defines the current state of the configuration resource when bound to the referenced Workload object.
-    #[serde(
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub conditions: ::std::option::Option<
         ::std::vec::Vec<ServiceMonitorStatusBindingsConditions>,
     >,
     /// group defines the group of the referenced resource.
-    #[serde()]
     pub group: ServiceMonitorStatusBindingsGroup,
     /// name defines the name of the referenced object.
-    #[serde()]
     pub name: ::std::string::String,
     /// namespace defines the namespace of the referenced object.
-    #[serde()]
     pub namespace: ::std::string::String,
     /// resource defines the type of resource being referenced (e.g. Prometheus, PrometheusAgent, ThanosRuler or Alertmanager).
-    #[serde()]
     pub resource: ServiceMonitorStatusBindingsResource,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorStatusBindings {
+    const NAME: &'static str = "ServiceMonitorStatusBindings";
+    const FIELDS: &'static [&'static str] = &[
+        "conditions",
+        "group",
+        "name",
+        "namespace",
+        "resource",
+    ];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        let mut f3 = None;
+        let mut f4 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = c::next_option_vec_exact(&mut map)?,
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = Some(map.next_value()?),
+                3 => f3 = Some(map.next_value()?),
+                4 => f4 = Some(map.next_value()?),
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            conditions: f0,
+            group: c::required(f1, "group", &map)?,
+            name: c::required(f2, "name", &map)?,
+            namespace: c::required(f3, "namespace", &map)?,
+            resource: c::required(f4, "resource", &map)?,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorStatusBindings {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// status defines the status subresource. It is under active development and is updated only when the
 /// "StatusForConfigurationResources" feature gate is enabled.
@@ -2886,18 +4366,40 @@ pub struct ServiceMonitorStatusBindings {
     ::std::clone::Clone,
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Serialize,
-    ::informer_runtime::reexports::serde::Deserialize
+    ::informer_runtime::reexports::serde::Serialize
 )]
 #[serde(crate = "::informer_runtime::reexports::serde")]
 pub struct ServiceMonitorStatus {
     /// bindings defines the list of workload resources (Prometheus, PrometheusAgent, ThanosRuler or Alertmanager) which select the configuration resource.
-    #[serde(
-        default,
-        deserialize_with = "::informer_runtime::codegen::deserialize_option_vec_exact",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub bindings: ::std::option::Option<::std::vec::Vec<ServiceMonitorStatusBindings>>,
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitorStatus {
+    const NAME: &'static str = "ServiceMonitorStatus";
+    const FIELDS: &'static [&'static str] = &["bindings"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = c::next_option_vec_exact(&mut map)?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self { bindings: f0 })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
+for ServiceMonitorStatus {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
+    }
 }
 /// The `ServiceMonitor` custom resource definition (CRD) defines how `Prometheus` and `PrometheusAgent` can scrape metrics from a group of services.
 /// Among other things, it allows to specify:
@@ -2909,20 +4411,12 @@ pub struct ServiceMonitorStatus {
 /// `Prometheus` and `PrometheusAgent` objects select `ServiceMonitor` objects using label and namespace selectors.
 ///
 /// `ServiceMonitor` objects (monitoring.coreos.com/v1, resource `servicemonitors`).
-#[derive(
-    ::std::clone::Clone,
-    ::std::fmt::Debug,
-    ::std::cmp::PartialEq,
-    ::informer_runtime::reexports::serde::Deserialize
-)]
-#[serde(crate = "::informer_runtime::reexports::serde")]
+#[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
 pub struct ServiceMonitor {
     /// Standard object metadata.
-    #[serde(default)]
     pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// spec defines the specification of desired Service selection for target discovery by
     /// Prometheus.
-    #[serde()]
     pub spec: ServiceMonitorSpec,
     /// status defines the status subresource. It is under active development and is updated only when the
     /// "StatusForConfigurationResources" feature gate is enabled.
@@ -2930,7 +4424,6 @@ pub struct ServiceMonitor {
     /// Most recent observed status of the ServiceMonitor. Read-only.
     /// More info:
     /// https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#spec-and-status
-    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub status: ::std::option::Option<ServiceMonitorStatus>,
 }
 impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitor {
@@ -2948,6 +4441,40 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitor {
             map.serialize_entry("status", v)?;
         }
         map.end()
+    }
+}
+impl ::informer_runtime::codegen::FromFields for ServiceMonitor {
+    const NAME: &'static str = "ServiceMonitor";
+    const FIELDS: &'static [&'static str] = &["metadata", "spec", "status"];
+    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
+        mut map: A,
+    ) -> ::std::result::Result<Self, A::Error> {
+        use ::informer_runtime::codegen as c;
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::Ok;
+        let mut f0 = None;
+        let mut f1 = None;
+        let mut f2 = None;
+        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
+            match field {
+                0 => f0 = Some(map.next_value()?),
+                1 => f1 = Some(map.next_value()?),
+                2 => f2 = map.next_value()?,
+                _ => c::skip_value(&mut map)?,
+            }
+        }
+        Ok(Self {
+            metadata: f0.unwrap_or_default(),
+            spec: c::required(f1, "spec", &map)?,
+            status: f2,
+        })
+    }
+}
+impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ServiceMonitor {
+    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        ::informer_runtime::codegen::deserialize_fields(deserializer)
     }
 }
 impl ::informer_runtime::reexports::kube_core::Resource for ServiceMonitor {
