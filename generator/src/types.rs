@@ -22,9 +22,10 @@
 //!   sub-objects of a CRD are absent from most objects). The resource's own `spec` and
 //!   `status` stay inline.
 //!
-//! Structs decode through `informer_runtime::codegen::FromFields`: one `match` on the index
-//! of each key, not serde's derived `Deserialize` (which costs `cargo check` most of its
-//! time on these types). They derive `Serialize`; the resource's root type writes its own.
+//! Structs decode through `informer_runtime::from_fields!` (`codegen::FromFields`: one
+//! `match` on the index of each key), not serde's derived `Deserialize`, which costs `cargo
+//! check` most of its time on these types. They derive `Serialize`; the resource's root type
+//! writes its own.
 //!
 //! CRD schemas cannot refer to other schemas, so types are trees: no recursion.
 //! Invariant: each type is one `TokenStream` pushed in schema order, so output is stable.
@@ -109,82 +110,27 @@ fn extra_field(flatten: bool) -> TokenStream {
 }
 
 /// The `FromFields` and `Deserialize` impls of a struct with `fields` (after `metadata`
-/// for a resource's root type; `extra`: it keeps unknown fields in its `extra` map).
+/// for a resource's root type; `extra`: it keeps unknown fields in its `extra` map), through
+/// the runtime's `from_fields!`: a line per field where a derive would emit a visitor.
 fn from_fields(ident: &proc_macro2::Ident, fields: &[Field], metadata: bool, extra: bool) -> TokenStream {
-    let name = ident.to_string();
-    // Short names through `use`s local to the function, which names no other item.
-    let c = quote!(c);
-    let codegen = quote!(::informer_runtime::codegen);
-    let (mut names, mut slots, mut arms, mut inits) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let pattern = |i: usize| {
-        let i = Literal::usize_unsuffixed(i);
-        if extra { quote!(Ok(#i)) } else { quote!(#i) }
-    };
+    let mut entries = Vec::new();
     if metadata {
-        let (slot, pat) = (format_ident!("f0"), pattern(0));
-        names.push("metadata");
-        arms.push(quote!(#pat => #slot = Some(map.next_value()?),));
-        inits.push(quote!(metadata: #slot.unwrap_or_default(),));
-        slots.push(slot);
+        entries.push(quote!((0, "metadata", metadata, default)));
     }
     for f in fields {
-        let i = names.len();
-        let (slot, pat, fid, pname) = (format_ident!("f{i}"), pattern(i), &f.ident, f.pname.as_str());
-        names.push(pname);
-        arms.push(match f.slot {
-            Slot::Option => quote!(#pat => #slot = map.next_value()?,),
-            Slot::OptionVec => quote!(#pat => #slot = #c::next_option_vec_exact(&mut map)?,),
-            Slot::Required => quote!(#pat => #slot = Some(map.next_value()?),),
-            Slot::RequiredVec => quote!(#pat => #slot = Some(#c::next_vec_exact(&mut map)?),),
-        });
-        inits.push(match f.slot {
-            Slot::Option | Slot::OptionVec => quote!(#fid: #slot,),
-            Slot::Required | Slot::RequiredVec => quote!(#fid: #c::required(#slot, #pname, &map)?,),
-        });
-        slots.push(slot);
+        let i = Literal::usize_unsuffixed(entries.len());
+        let (pname, fid) = (f.pname.as_str(), &f.ident);
+        let how = match f.slot {
+            Slot::Option => quote!(option),
+            Slot::OptionVec => quote!(option_vec),
+            Slot::Required => quote!(required),
+            Slot::RequiredVec => quote!(required_vec),
+        };
+        entries.push(quote!((#i, #pname, #fid, #how)));
     }
-    let read = if extra {
-        quote! {
-            let mut extra = ::std::collections::BTreeMap::new();
-            while let Some(field) = map.next_key_seed(#c::FieldOrName(Self::FIELDS))? {
-                match field {
-                    #(#arms)*
-                    Err(name) => #c::keep_value(&mut map, &mut extra, name)?,
-                    Ok(_) => #c::skip_value(&mut map)?,
-                }
-            }
-        }
-    } else {
-        quote! {
-            while let Some(field) = map.next_key_seed(#c::Field(Self::FIELDS))? {
-                match field {
-                    #(#arms)*
-                    _ => #c::skip_value(&mut map)?,
-                }
-            }
-        }
-    };
-    let extra_init = extra.then(|| quote!(extra,));
-    let results = if extra { quote!({Err, Ok}) } else { quote!(Ok) };
+    let extra = extra.then(|| quote!(extra,));
     quote! {
-        impl #codegen::FromFields for #ident {
-            const NAME: &'static str = #name;
-            const FIELDS: &'static [&'static str] = &[#(#names),*];
-            fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::#results;
-                #( let mut #slots = None; )*
-                #read
-                Ok(Self { #(#inits)* #extra_init })
-            }
-        }
-
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for #ident {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
-                #codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(#ident, #extra [#(#entries),*]);
     }
 }
 

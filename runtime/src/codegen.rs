@@ -2,9 +2,9 @@
 //!
 //! Invariants: decoding a string enum allocates only for a value the schema did not list;
 //! listed values map to unit variants straight from the borrowed input. A `Vec` decoded
-//! through [`next_vec_exact`] or [`next_option_vec_exact`] holds no spare capacity. A field
-//! name is matched against its struct's [`FromFields::FIELDS`] without allocating; only a
-//! name kept in a struct's map of unknown fields ([`FieldOrName`]) is copied.
+//! through [`required_vec`] or [`option_vec`] holds no spare capacity. A field name is
+//! matched against its struct's [`FromFields::FIELDS`] without allocating; only a name kept
+//! in a struct's map of unknown fields ([`FieldOrName`]) is copied.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,15 +13,15 @@ use std::marker::PhantomData;
 use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-/// A struct decoded from a map by code informer-gen emits: one `match` on the index of each
-/// key in [`FIELDS`](FromFields::FIELDS), instead of serde's derived visitor (a field enum,
-/// its visitor, and a sequence form no Kubernetes API sends), which is most of what
-/// `cargo check` spends on the emitted types.
+/// A struct decoded from a map: one `match` on the index of each key in
+/// [`FIELDS`](FromFields::FIELDS), instead of serde's derived visitor (a field enum, its
+/// visitor, and a sequence form no Kubernetes API sends), which is most of what `cargo
+/// check` spends on emitted types. Implemented through [`from_fields!`](crate::from_fields).
 ///
-/// The emitted `from_fields` reads every entry: a listed field is decoded into its slot
-/// (the last one wins if a name repeats), an unlisted one is skipped (or kept in the
-/// struct's map of unknown fields). A missing `Option` field is `None`; a missing required
-/// one is the error serde gives (`missing field `x``).
+/// `from_fields` reads every entry: a listed field is decoded into its slot (the last one
+/// wins if a name repeats), an unlisted one is skipped (or kept in the struct's map of
+/// unknown fields). A missing `Option` field is `None`; a missing required one is the error
+/// serde gives (``missing field `x` ``).
 pub trait FromFields: Sized {
     /// The type's name, for error messages.
     const NAME: &'static str;
@@ -29,6 +29,69 @@ pub trait FromFields: Sized {
     const FIELDS: &'static [&'static str];
     /// Decodes the struct from the entries of `map`.
     fn from_fields<'de, A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+}
+
+/// Implements [`FromFields`] and `Deserialize` for a struct, as `#[derive(Deserialize)]`
+/// would, with less for the compiler to check. Each field is given as its index in the
+/// list, its name on the wire, its Rust name and how it is read: a module of this one
+/// ([`option`], [`option_vec`], [`required`], [`required_vec`], [`default`]). `extra,`
+/// before the list keeps unknown fields in the struct's `extra` map.
+///
+/// ```
+/// #[derive(Debug, PartialEq)]
+/// struct Port {
+///     name: Option<String>,
+///     port: i32,
+/// }
+/// informer_runtime::from_fields!(Port, [(0, "name", name, option), (1, "port", port, required)]);
+/// let p: Port = serde_json::from_str(r#"{"port":80}"#).unwrap();
+/// assert_eq!(p, Port { name: None, port: 80 });
+/// ```
+#[macro_export]
+macro_rules! from_fields {
+    ($ty:ident, [$(($i:literal, $name:literal, $field:ident, $how:ident)),* $(,)?]) => {
+        impl $crate::codegen::FromFields for $ty {
+            const NAME: &'static str = ::core::stringify!($ty);
+            const FIELDS: &'static [&'static str] = &[$($name),*];
+            fn from_fields<'de, A: $crate::reexports::serde::de::MapAccess<'de>>(mut map: A) -> ::core::result::Result<Self, A::Error> {
+                $( let mut $field = ::core::option::Option::None; )*
+                while let ::core::option::Option::Some(field) = map.next_key_seed($crate::codegen::Field(Self::FIELDS))? {
+                    match field {
+                        $( $i => $field = $crate::codegen::$how::read(&mut map)?, )*
+                        _ => $crate::codegen::skip_value(&mut map)?,
+                    }
+                }
+                ::core::result::Result::Ok(Self { $( $field: $crate::codegen::$how::finish($field, $name, &map)?, )* })
+            }
+        }
+        $crate::from_fields!(@deserialize $ty);
+    };
+    ($ty:ident, extra, [$(($i:literal, $name:literal, $field:ident, $how:ident)),* $(,)?]) => {
+        impl $crate::codegen::FromFields for $ty {
+            const NAME: &'static str = ::core::stringify!($ty);
+            const FIELDS: &'static [&'static str] = &[$($name),*];
+            fn from_fields<'de, A: $crate::reexports::serde::de::MapAccess<'de>>(mut map: A) -> ::core::result::Result<Self, A::Error> {
+                $( let mut $field = ::core::option::Option::None; )*
+                let mut extra = ::std::collections::BTreeMap::new();
+                while let ::core::option::Option::Some(field) = map.next_key_seed($crate::codegen::FieldOrName(Self::FIELDS))? {
+                    match field {
+                        $( ::core::result::Result::Ok($i) => $field = $crate::codegen::$how::read(&mut map)?, )*
+                        ::core::result::Result::Err(name) => $crate::codegen::keep_value(&mut map, &mut extra, name)?,
+                        ::core::result::Result::Ok(_) => $crate::codegen::skip_value(&mut map)?,
+                    }
+                }
+                ::core::result::Result::Ok(Self { $( $field: $crate::codegen::$how::finish($field, $name, &map)?, )* extra })
+            }
+        }
+        $crate::from_fields!(@deserialize $ty);
+    };
+    (@deserialize $ty:ident) => {
+        impl<'de> $crate::reexports::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: $crate::reexports::serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {
+                $crate::codegen::deserialize_fields(deserializer)
+            }
+        }
+    };
 }
 
 /// `Deserialize::deserialize` of a [`FromFields`] type.
@@ -119,29 +182,81 @@ pub fn keep_value<'de, A: MapAccess<'de>>(
     Ok(())
 }
 
-/// The value of a required field, or serde's error for a missing one (`map` names the
-/// error type).
-pub fn required<'de, T, A: MapAccess<'de>>(value: Option<T>, name: &'static str, map: &A) -> Result<T, A::Error> {
-    let _ = map;
-    value.ok_or_else(|| A::Error::missing_field(name))
-}
-
-/// The next value as a `Vec` of its exact length. JSON gives no length up front, so serde
-/// grows a `Vec` by doubling as elements arrive: five large structs would otherwise keep
-/// room for eight in every cached object.
-pub fn next_vec_exact<'de, A: MapAccess<'de>, T: Deserialize<'de>>(map: &mut A) -> Result<Vec<T>, A::Error> {
-    let mut v: Vec<T> = map.next_value()?;
+/// Drops a `Vec`'s spare capacity. JSON gives no length up front, so serde grows a `Vec` by
+/// doubling as elements arrive: five large structs would otherwise keep room for eight in
+/// every cached object.
+fn exact<T>(mut v: Vec<T>) -> Vec<T> {
     v.shrink_to_fit();
-    Ok(v)
+    v
 }
 
-/// The next value as an optional `Vec` of its exact length (`null` is `None`).
-pub fn next_option_vec_exact<'de, A: MapAccess<'de>, T: Deserialize<'de>>(map: &mut A) -> Result<Option<Vec<T>>, A::Error> {
-    let mut v: Option<Vec<T>> = map.next_value()?;
-    if let Some(v) = &mut v {
-        v.shrink_to_fit();
+/// An `Option` field: `null` or absent is `None`. Its slot is the field's value.
+pub mod option {
+    use super::*;
+
+    /// The field's value.
+    pub fn read<'de, A: MapAccess<'de>, T: Deserialize<'de>>(map: &mut A) -> Result<Option<T>, A::Error> {
+        map.next_value()
     }
-    Ok(v)
+
+    /// The field from its slot.
+    pub fn finish<'de, A: MapAccess<'de>, T>(slot: Option<T>, _name: &'static str, _map: &A) -> Result<Option<T>, A::Error> {
+        Ok(slot)
+    }
+}
+
+/// An `Option<Vec<_>>` field, decoded to its exact length.
+pub mod option_vec {
+    use super::*;
+
+    /// The field's value.
+    pub fn read<'de, A: MapAccess<'de>, T: Deserialize<'de>>(map: &mut A) -> Result<Option<Vec<T>>, A::Error> {
+        Ok(map.next_value::<Option<Vec<T>>>()?.map(exact))
+    }
+
+    /// The field from its slot.
+    pub fn finish<'de, A: MapAccess<'de>, T>(slot: Option<Vec<T>>, _name: &'static str, _map: &A) -> Result<Option<Vec<T>>, A::Error> {
+        Ok(slot)
+    }
+}
+
+/// A required field: absent is serde's error for a missing field.
+pub mod required {
+    use super::*;
+
+    /// The field's value, in its slot.
+    pub fn read<'de, A: MapAccess<'de>, T: Deserialize<'de>>(map: &mut A) -> Result<Option<T>, A::Error> {
+        map.next_value().map(Some)
+    }
+
+    /// The field from its slot (`map` names the error type).
+    pub fn finish<'de, A: MapAccess<'de>, T>(slot: Option<T>, name: &'static str, _map: &A) -> Result<T, A::Error> {
+        slot.ok_or_else(|| A::Error::missing_field(name))
+    }
+}
+
+/// A required `Vec`, decoded to its exact length.
+pub mod required_vec {
+    use super::*;
+
+    /// The field's value, in its slot.
+    pub fn read<'de, A: MapAccess<'de>, T: Deserialize<'de>>(map: &mut A) -> Result<Option<Vec<T>>, A::Error> {
+        map.next_value().map(|v| Some(exact(v)))
+    }
+
+    pub use super::required::finish;
+}
+
+/// A field that is its type's default when absent (a resource's `metadata`).
+pub mod default {
+    use super::*;
+
+    pub use super::required::read;
+
+    /// The field from its slot.
+    pub fn finish<'de, A: MapAccess<'de>, T: Default>(slot: Option<T>, _name: &'static str, _map: &A) -> Result<T, A::Error> {
+        Ok(slot.unwrap_or_default())
+    }
 }
 
 /// Decodes a string into a generated enum: `known` maps listed values to their variants,
@@ -186,29 +301,10 @@ mod tests {
         note: Option<String>,
     }
 
-    impl FromFields for Holder {
-        const NAME: &'static str = "Holder";
-        const FIELDS: &'static [&'static str] = &["items", "more", "name", "note"];
-        fn from_fields<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-            let (mut f0, mut f1, mut f2, mut f3) = (None, None, None, None);
-            while let Some(field) = map.next_key_seed(Field(Self::FIELDS))? {
-                match field {
-                    0 => f0 = Some(next_vec_exact(&mut map)?),
-                    1 => f1 = next_option_vec_exact(&mut map)?,
-                    2 => f2 = Some(map.next_value()?),
-                    3 => f3 = map.next_value()?,
-                    _ => skip_value(&mut map)?,
-                }
-            }
-            Ok(Holder { items: required(f0, "items", &map)?, more: f1, name: required(f2, "name", &map)?, note: f3 })
-        }
-    }
-
-    impl<'de> Deserialize<'de> for Holder {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            deserialize_fields(deserializer)
-        }
-    }
+    crate::from_fields!(
+        Holder,
+        [(0, "items", items, required_vec), (1, "more", more, option_vec), (2, "name", name, required), (3, "note", note, option)]
+    );
 
     /// One that keeps the fields it does not name.
     #[derive(Debug, PartialEq)]
@@ -217,27 +313,22 @@ mod tests {
         extra: BTreeMap<String, serde_json::Value>,
     }
 
-    impl FromFields for Open {
-        const NAME: &'static str = "Open";
-        const FIELDS: &'static [&'static str] = &["name"];
-        fn from_fields<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-            let mut f0 = None;
-            let mut extra = BTreeMap::new();
-            while let Some(field) = map.next_key_seed(FieldOrName(Self::FIELDS))? {
-                match field {
-                    Ok(0) => f0 = map.next_value()?,
-                    Err(name) => keep_value(&mut map, &mut extra, name)?,
-                    Ok(_) => skip_value(&mut map)?,
-                }
-            }
-            Ok(Open { name: f0, extra })
-        }
+    crate::from_fields!(Open, extra, [(0, "name", name, option)]);
+
+    /// Fields named as the macro's own locals.
+    #[derive(Debug, PartialEq)]
+    struct Clash {
+        map: Option<String>,
+        field: i32,
+        name: Vec<u8>,
     }
 
-    impl<'de> Deserialize<'de> for Open {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            deserialize_fields(deserializer)
-        }
+    crate::from_fields!(Clash, [(0, "map", map, option), (1, "field", field, required), (2, "name", name, required_vec)]);
+
+    #[test]
+    fn fields_may_share_a_name_with_the_macros_own_variables() {
+        let c: Clash = every_way(r#"{"name":[1],"field":2,"map":"m"}"#).unwrap();
+        assert_eq!(c, Clash { map: Some("m".into()), field: 2, name: vec![1] });
     }
 
     const ROW: &str = "[1,2,3,4,5,6,7,8]";

@@ -102,42 +102,10 @@ pub mod gateway {
             /// Support: Core
             pub namespace: ::std::string::String,
         }
-        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecFrom {
-            const NAME: &'static str = "ReferenceGrantSpecFrom";
-            const FIELDS: &'static [&'static str] = &["group", "kind", "namespace"];
-            fn from_fields<
-                'de,
-                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
-            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::Ok;
-                let mut f0 = None;
-                let mut f1 = None;
-                let mut f2 = None;
-                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-                    match field {
-                        0 => f0 = Some(map.next_value()?),
-                        1 => f1 = Some(map.next_value()?),
-                        2 => f2 = Some(map.next_value()?),
-                        _ => c::skip_value(&mut map)?,
-                    }
-                }
-                Ok(Self {
-                    group: c::required(f0, "group", &map)?,
-                    kind: c::required(f1, "kind", &map)?,
-                    namespace: c::required(f2, "namespace", &map)?,
-                })
-            }
-        }
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-        for ReferenceGrantSpecFrom {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-                deserializer: D,
-            ) -> ::std::result::Result<Self, D::Error> {
-                ::informer_runtime::codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(
+            ReferenceGrantSpecFrom, [(0, "group", group, required), (1, "kind", kind,
+            required), (2, "namespace", namespace, required)]
+        );
         /// ReferenceGrantTo describes what Kinds are allowed as targets of the
         /// references.
         #[derive(
@@ -166,42 +134,10 @@ pub mod gateway {
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             pub name: ::std::option::Option<::std::string::String>,
         }
-        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecTo {
-            const NAME: &'static str = "ReferenceGrantSpecTo";
-            const FIELDS: &'static [&'static str] = &["group", "kind", "name"];
-            fn from_fields<
-                'de,
-                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
-            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::Ok;
-                let mut f0 = None;
-                let mut f1 = None;
-                let mut f2 = None;
-                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-                    match field {
-                        0 => f0 = Some(map.next_value()?),
-                        1 => f1 = Some(map.next_value()?),
-                        2 => f2 = map.next_value()?,
-                        _ => c::skip_value(&mut map)?,
-                    }
-                }
-                Ok(Self {
-                    group: c::required(f0, "group", &map)?,
-                    kind: c::required(f1, "kind", &map)?,
-                    name: f2,
-                })
-            }
-        }
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-        for ReferenceGrantSpecTo {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-                deserializer: D,
-            ) -> ::std::result::Result<Self, D::Error> {
-                ::informer_runtime::codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(
+            ReferenceGrantSpecTo, [(0, "group", group, required), (1, "kind", kind,
+            required), (2, "name", name, option)]
+        );
         /// Spec defines the desired state of ReferenceGrant.
         #[derive(
             ::std::clone::Clone,
@@ -226,39 +162,10 @@ pub mod gateway {
             /// Support: Core
             pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
         }
-        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpec {
-            const NAME: &'static str = "ReferenceGrantSpec";
-            const FIELDS: &'static [&'static str] = &["from", "to"];
-            fn from_fields<
-                'de,
-                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
-            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::Ok;
-                let mut f0 = None;
-                let mut f1 = None;
-                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-                    match field {
-                        0 => f0 = Some(c::next_vec_exact(&mut map)?),
-                        1 => f1 = Some(c::next_vec_exact(&mut map)?),
-                        _ => c::skip_value(&mut map)?,
-                    }
-                }
-                Ok(Self {
-                    from: c::required(f0, "from", &map)?,
-                    to: c::required(f1, "to", &map)?,
-                })
-            }
-        }
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-        for ReferenceGrantSpec {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-                deserializer: D,
-            ) -> ::std::result::Result<Self, D::Error> {
-                ::informer_runtime::codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(
+            ReferenceGrantSpec, [(0, "from", from, required_vec), (1, "to", to,
+            required_vec)]
+        );
         /// ReferenceGrant identifies kinds of resources in other namespaces that are
         /// trusted to reference the specified kinds of resources in the same namespace
         /// as the policy.
@@ -298,39 +205,10 @@ pub mod gateway {
                 map.end()
             }
         }
-        impl ::informer_runtime::codegen::FromFields for ReferenceGrant {
-            const NAME: &'static str = "ReferenceGrant";
-            const FIELDS: &'static [&'static str] = &["metadata", "spec"];
-            fn from_fields<
-                'de,
-                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
-            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::Ok;
-                let mut f0 = None;
-                let mut f1 = None;
-                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-                    match field {
-                        0 => f0 = Some(map.next_value()?),
-                        1 => f1 = Some(map.next_value()?),
-                        _ => c::skip_value(&mut map)?,
-                    }
-                }
-                Ok(Self {
-                    metadata: f0.unwrap_or_default(),
-                    spec: c::required(f1, "spec", &map)?,
-                })
-            }
-        }
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-        for ReferenceGrant {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-                deserializer: D,
-            ) -> ::std::result::Result<Self, D::Error> {
-                ::informer_runtime::codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(
+            ReferenceGrant, [(0, "metadata", metadata, default), (1, "spec", spec,
+            required)]
+        );
         impl ::informer_runtime::reexports::kube_core::Resource for ReferenceGrant {
             type DynamicType = ();
             type Scope = ::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope;
@@ -546,42 +424,10 @@ pub mod gateway {
             /// Support: Core
             pub namespace: ::std::string::String,
         }
-        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecFrom {
-            const NAME: &'static str = "ReferenceGrantSpecFrom";
-            const FIELDS: &'static [&'static str] = &["group", "kind", "namespace"];
-            fn from_fields<
-                'de,
-                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
-            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::Ok;
-                let mut f0 = None;
-                let mut f1 = None;
-                let mut f2 = None;
-                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-                    match field {
-                        0 => f0 = Some(map.next_value()?),
-                        1 => f1 = Some(map.next_value()?),
-                        2 => f2 = Some(map.next_value()?),
-                        _ => c::skip_value(&mut map)?,
-                    }
-                }
-                Ok(Self {
-                    group: c::required(f0, "group", &map)?,
-                    kind: c::required(f1, "kind", &map)?,
-                    namespace: c::required(f2, "namespace", &map)?,
-                })
-            }
-        }
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-        for ReferenceGrantSpecFrom {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-                deserializer: D,
-            ) -> ::std::result::Result<Self, D::Error> {
-                ::informer_runtime::codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(
+            ReferenceGrantSpecFrom, [(0, "group", group, required), (1, "kind", kind,
+            required), (2, "namespace", namespace, required)]
+        );
         /// ReferenceGrantTo describes what Kinds are allowed as targets of the
         /// references.
         #[derive(
@@ -610,42 +456,10 @@ pub mod gateway {
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             pub name: ::std::option::Option<::std::string::String>,
         }
-        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecTo {
-            const NAME: &'static str = "ReferenceGrantSpecTo";
-            const FIELDS: &'static [&'static str] = &["group", "kind", "name"];
-            fn from_fields<
-                'de,
-                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
-            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::Ok;
-                let mut f0 = None;
-                let mut f1 = None;
-                let mut f2 = None;
-                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-                    match field {
-                        0 => f0 = Some(map.next_value()?),
-                        1 => f1 = Some(map.next_value()?),
-                        2 => f2 = map.next_value()?,
-                        _ => c::skip_value(&mut map)?,
-                    }
-                }
-                Ok(Self {
-                    group: c::required(f0, "group", &map)?,
-                    kind: c::required(f1, "kind", &map)?,
-                    name: f2,
-                })
-            }
-        }
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-        for ReferenceGrantSpecTo {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-                deserializer: D,
-            ) -> ::std::result::Result<Self, D::Error> {
-                ::informer_runtime::codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(
+            ReferenceGrantSpecTo, [(0, "group", group, required), (1, "kind", kind,
+            required), (2, "name", name, option)]
+        );
         /// Spec defines the desired state of ReferenceGrant.
         #[derive(
             ::std::clone::Clone,
@@ -670,39 +484,10 @@ pub mod gateway {
             /// Support: Core
             pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
         }
-        impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpec {
-            const NAME: &'static str = "ReferenceGrantSpec";
-            const FIELDS: &'static [&'static str] = &["from", "to"];
-            fn from_fields<
-                'de,
-                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
-            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::Ok;
-                let mut f0 = None;
-                let mut f1 = None;
-                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-                    match field {
-                        0 => f0 = Some(c::next_vec_exact(&mut map)?),
-                        1 => f1 = Some(c::next_vec_exact(&mut map)?),
-                        _ => c::skip_value(&mut map)?,
-                    }
-                }
-                Ok(Self {
-                    from: c::required(f0, "from", &map)?,
-                    to: c::required(f1, "to", &map)?,
-                })
-            }
-        }
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-        for ReferenceGrantSpec {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-                deserializer: D,
-            ) -> ::std::result::Result<Self, D::Error> {
-                ::informer_runtime::codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(
+            ReferenceGrantSpec, [(0, "from", from, required_vec), (1, "to", to,
+            required_vec)]
+        );
         /// ReferenceGrant identifies kinds of resources in other namespaces that are
         /// trusted to reference the specified kinds of resources in the same namespace
         /// as the policy.
@@ -742,39 +527,10 @@ pub mod gateway {
                 map.end()
             }
         }
-        impl ::informer_runtime::codegen::FromFields for ReferenceGrant {
-            const NAME: &'static str = "ReferenceGrant";
-            const FIELDS: &'static [&'static str] = &["metadata", "spec"];
-            fn from_fields<
-                'de,
-                A: ::informer_runtime::reexports::serde::de::MapAccess<'de>,
-            >(mut map: A) -> ::std::result::Result<Self, A::Error> {
-                use ::informer_runtime::codegen as c;
-                use ::std::option::Option::{None, Some};
-                use ::std::result::Result::Ok;
-                let mut f0 = None;
-                let mut f1 = None;
-                while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-                    match field {
-                        0 => f0 = Some(map.next_value()?),
-                        1 => f1 = Some(map.next_value()?),
-                        _ => c::skip_value(&mut map)?,
-                    }
-                }
-                Ok(Self {
-                    metadata: f0.unwrap_or_default(),
-                    spec: c::required(f1, "spec", &map)?,
-                })
-            }
-        }
-        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-        for ReferenceGrant {
-            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-                deserializer: D,
-            ) -> ::std::result::Result<Self, D::Error> {
-                ::informer_runtime::codegen::deserialize_fields(deserializer)
-            }
-        }
+        ::informer_runtime::from_fields!(
+            ReferenceGrant, [(0, "metadata", metadata, default), (1, "spec", spec,
+            required)]
+        );
         impl ::informer_runtime::reexports::kube_core::Resource for ReferenceGrant {
             type DynamicType = ();
             type Scope = ::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope;

@@ -104,35 +104,9 @@ pub struct CertificateSpecAdditionalOutputFormats {
     /// Certificate's target Secret.
     pub r#type: CertificateSpecAdditionalOutputFormatsType,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecAdditionalOutputFormats {
-    const NAME: &'static str = "CertificateSpecAdditionalOutputFormats";
-    const FIELDS: &'static [&'static str] = &["type"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            r#type: c::required(f0, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecAdditionalOutputFormats {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecAdditionalOutputFormats, [(0, "type", r#type, required)]
+);
 /// Reference to the issuer responsible for issuing the certificate.
 /// If the issuer is namespace-scoped, it must be in the same namespace
 /// as the Certificate. If the issuer is cluster-scoped, it can be used
@@ -158,41 +132,10 @@ pub struct CertificateSpecIssuerRef {
     /// Name of the issuer being referred to.
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecIssuerRef {
-    const NAME: &'static str = "CertificateSpecIssuerRef";
-    const FIELDS: &'static [&'static str] = &["group", "kind", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            group: f0,
-            kind: f1,
-            name: c::required(f2, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecIssuerRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecIssuerRef, [(0, "group", group, option), (1, "kind", kind, option),
+    (2, "name", name, required)]
+);
 /// PasswordSecretRef is a reference to a non-empty key in a Secret resource
 /// containing the password used to encrypt the JKS keystore.
 /// Mutually exclusive with password.
@@ -214,39 +157,10 @@ pub struct CertificateSpecKeystoresJksPasswordSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for CertificateSpecKeystoresJksPasswordSecretRef {
-    const NAME: &'static str = "CertificateSpecKeystoresJksPasswordSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecKeystoresJksPasswordSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecKeystoresJksPasswordSecretRef, [(0, "key", key, option), (1, "name",
+    name, required)]
+);
 /// JKS configures options for storing a JKS keystore in the
 /// `spec.secretName` Secret resource.
 #[derive(
@@ -288,49 +202,11 @@ pub struct CertificateSpecKeystoresJks {
         ::std::boxed::Box<CertificateSpecKeystoresJksPasswordSecretRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecKeystoresJks {
-    const NAME: &'static str = "CertificateSpecKeystoresJks";
-    const FIELDS: &'static [&'static str] = &[
-        "alias",
-        "create",
-        "password",
-        "passwordSecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            alias: f0,
-            create: c::required(f1, "create", &map)?,
-            password: f2,
-            password_secret_ref: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecKeystoresJks {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecKeystoresJks, [(0, "alias", alias, option), (1, "create", create,
+    required), (2, "password", password, option), (3, "passwordSecretRef",
+    password_secret_ref, option)]
+);
 /// PasswordSecretRef is a reference to a non-empty key in a Secret resource
 /// containing the password used to encrypt the PKCS#12 keystore.
 /// Mutually exclusive with password.
@@ -352,39 +228,10 @@ pub struct CertificateSpecKeystoresPkcs12PasswordSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for CertificateSpecKeystoresPkcs12PasswordSecretRef {
-    const NAME: &'static str = "CertificateSpecKeystoresPkcs12PasswordSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecKeystoresPkcs12PasswordSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecKeystoresPkcs12PasswordSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// Profile specifies the key and certificate encryption algorithms and the HMAC algorithm
 /// used to create the PKCS12 keystore. Default value is `LegacyRC2` for backward compatibility.
 ///
@@ -520,49 +367,11 @@ pub struct CertificateSpecKeystoresPkcs12 {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub profile: ::std::option::Option<CertificateSpecKeystoresPkcs12Profile>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecKeystoresPkcs12 {
-    const NAME: &'static str = "CertificateSpecKeystoresPkcs12";
-    const FIELDS: &'static [&'static str] = &[
-        "create",
-        "password",
-        "passwordSecretRef",
-        "profile",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            create: c::required(f0, "create", &map)?,
-            password: f1,
-            password_secret_ref: f2,
-            profile: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecKeystoresPkcs12 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecKeystoresPkcs12, [(0, "create", create, required), (1, "password",
+    password, option), (2, "passwordSecretRef", password_secret_ref, option), (3,
+    "profile", profile, option)]
+);
 /// Additional keystore output formats to be stored in the Certificate's Secret.
 #[derive(
     ::std::clone::Clone,
@@ -581,35 +390,9 @@ pub struct CertificateSpecKeystores {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub pkcs12: ::std::option::Option<::std::boxed::Box<CertificateSpecKeystoresPkcs12>>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecKeystores {
-    const NAME: &'static str = "CertificateSpecKeystores";
-    const FIELDS: &'static [&'static str] = &["jks", "pkcs12"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { jks: f0, pkcs12: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecKeystores {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecKeystores, [(0, "jks", jks, option), (1, "pkcs12", pkcs12, option)]
+);
 /// Excluded contains the constraints which must be disallowed. Any name matching a
 /// restriction in the excluded field is invalid regardless
 /// of information appearing in the permitted
@@ -644,49 +427,11 @@ pub struct CertificateSpecNameConstraintsExcluded {
     )]
     pub uri_domains: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecNameConstraintsExcluded {
-    const NAME: &'static str = "CertificateSpecNameConstraintsExcluded";
-    const FIELDS: &'static [&'static str] = &[
-        "dnsDomains",
-        "emailAddresses",
-        "ipRanges",
-        "uriDomains",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            dns_domains: f0,
-            email_addresses: f1,
-            ip_ranges: f2,
-            uri_domains: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecNameConstraintsExcluded {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecNameConstraintsExcluded, [(0, "dnsDomains", dns_domains, option_vec),
+    (1, "emailAddresses", email_addresses, option_vec), (2, "ipRanges", ip_ranges,
+    option_vec), (3, "uriDomains", uri_domains, option_vec)]
+);
 /// Permitted contains the constraints in which the names must be located.
 #[derive(
     ::std::clone::Clone,
@@ -719,50 +464,11 @@ pub struct CertificateSpecNameConstraintsPermitted {
     )]
     pub uri_domains: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for CertificateSpecNameConstraintsPermitted {
-    const NAME: &'static str = "CertificateSpecNameConstraintsPermitted";
-    const FIELDS: &'static [&'static str] = &[
-        "dnsDomains",
-        "emailAddresses",
-        "ipRanges",
-        "uriDomains",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            dns_domains: f0,
-            email_addresses: f1,
-            ip_ranges: f2,
-            uri_domains: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecNameConstraintsPermitted {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecNameConstraintsPermitted, [(0, "dnsDomains", dns_domains, option_vec),
+    (1, "emailAddresses", email_addresses, option_vec), (2, "ipRanges", ip_ranges,
+    option_vec), (3, "uriDomains", uri_domains, option_vec)]
+);
 /// x.509 certificate NameConstraint extension which MUST NOT be used in a non-CA certificate.
 /// More Info: https://datatracker.ietf.org/doc/html/rfc5280#section-4.2.1.10
 ///
@@ -793,41 +499,10 @@ pub struct CertificateSpecNameConstraints {
         ::std::boxed::Box<CertificateSpecNameConstraintsPermitted>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecNameConstraints {
-    const NAME: &'static str = "CertificateSpecNameConstraints";
-    const FIELDS: &'static [&'static str] = &["critical", "excluded", "permitted"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            critical: f0,
-            excluded: f1,
-            permitted: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecNameConstraints {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecNameConstraints, [(0, "critical", critical, option), (1, "excluded",
+    excluded, option), (2, "permitted", permitted, option)]
+);
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
@@ -849,35 +524,10 @@ pub struct CertificateSpecOtherNames {
     )]
     pub utf8_value: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecOtherNames {
-    const NAME: &'static str = "CertificateSpecOtherNames";
-    const FIELDS: &'static [&'static str] = &["oid", "utf8Value"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { oid: f0, utf8_value: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecOtherNames {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecOtherNames, [(0, "oid", oid, option), (1, "utf8Value", utf8_value,
+    option)]
+);
 /// Algorithm is the private key algorithm of the corresponding private key
 /// for this certificate.
 ///
@@ -1142,49 +792,11 @@ pub struct CertificateSpecPrivateKey {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub size: ::std::option::Option<i64>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecPrivateKey {
-    const NAME: &'static str = "CertificateSpecPrivateKey";
-    const FIELDS: &'static [&'static str] = &[
-        "algorithm",
-        "encoding",
-        "rotationPolicy",
-        "size",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            algorithm: f0,
-            encoding: f1,
-            rotation_policy: f2,
-            size: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecPrivateKey {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecPrivateKey, [(0, "algorithm", algorithm, option), (1, "encoding",
+    encoding, option), (2, "rotationPolicy", rotation_policy, option), (3, "size", size,
+    option)]
+);
 /// `policy` must be one of `Disabled`, `RenewBefore`.
 #[derive(
     ::std::clone::Clone,
@@ -1272,41 +884,10 @@ pub struct CertificateSpecRenewalWindows {
     #[serde(rename = "windowDuration")]
     pub window_duration: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecRenewalWindows {
-    const NAME: &'static str = "CertificateSpecRenewalWindows";
-    const FIELDS: &'static [&'static str] = &["cron", "timezone", "windowDuration"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            cron: c::required(f0, "cron", &map)?,
-            timezone: f1,
-            window_duration: c::required(f2, "windowDuration", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecRenewalWindows {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecRenewalWindows, [(0, "cron", cron, required), (1, "timezone",
+    timezone, option), (2, "windowDuration", window_duration, required)]
+);
 /// `renewal` allows configuration of how your certificate is renewed. If the policy mentioned is
 /// `RenewBefore` then the controller respects `renewBefore` and `renewBeforePercentage`.
 #[derive(
@@ -1324,35 +905,10 @@ pub struct CertificateSpecRenewal {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub windows: ::std::option::Option<::std::vec::Vec<CertificateSpecRenewalWindows>>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecRenewal {
-    const NAME: &'static str = "CertificateSpecRenewal";
-    const FIELDS: &'static [&'static str] = &["policy", "windows"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { policy: f0, windows: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecRenewal {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecRenewal, [(0, "policy", policy, option), (1, "windows", windows,
+    option_vec)]
+);
 /// Defines annotations and labels to be copied to the Certificate's Secret.
 /// Labels and annotations on the Secret will be changed as they appear on the
 /// SecretTemplate when added or removed. SecretTemplate annotations are added
@@ -1377,38 +933,10 @@ pub struct CertificateSpecSecretTemplate {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecSecretTemplate {
-    const NAME: &'static str = "CertificateSpecSecretTemplate";
-    const FIELDS: &'static [&'static str] = &["annotations", "labels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            annotations: f0,
-            labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecSecretTemplate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecSecretTemplate, [(0, "annotations", annotations, option), (1,
+    "labels", labels, option)]
+);
 /// Signature algorithm to use.
 /// Allowed values for RSA keys: SHA256WithRSA, SHA384WithRSA, SHA512WithRSA.
 /// Allowed values for ECDSA keys: ECDSAWithSHA256, ECDSAWithSHA384, ECDSAWithSHA512.
@@ -1545,65 +1073,14 @@ pub struct CertificateSpecSubject {
     )]
     pub street_addresses: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpecSubject {
-    const NAME: &'static str = "CertificateSpecSubject";
-    const FIELDS: &'static [&'static str] = &[
-        "countries",
-        "localities",
-        "organizationalUnits",
-        "organizations",
-        "postalCodes",
-        "provinces",
-        "serialNumber",
-        "streetAddresses",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = c::next_option_vec_exact(&mut map)?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = c::next_option_vec_exact(&mut map)?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            countries: f0,
-            localities: f1,
-            organizational_units: f2,
-            organizations: f3,
-            postal_codes: f4,
-            provinces: f5,
-            serial_number: f6,
-            street_addresses: f7,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateSpecSubject {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpecSubject, [(0, "countries", countries, option_vec), (1, "localities",
+    localities, option_vec), (2, "organizationalUnits", organizational_units,
+    option_vec), (3, "organizations", organizations, option_vec), (4, "postalCodes",
+    postal_codes, option_vec), (5, "provinces", provinces, option_vec), (6,
+    "serialNumber", serial_number, option), (7, "streetAddresses", street_addresses,
+    option_vec)]
+);
 /// KeyUsage specifies valid usage contexts for keys.
 /// See:
 /// https://tools.ietf.org/html/rfc5280#section-4.2.1.3
@@ -2005,128 +1482,22 @@ pub struct CertificateSpec {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub usages: ::std::option::Option<::std::vec::Vec<CertificateSpecUsages>>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateSpec {
-    const NAME: &'static str = "CertificateSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "additionalOutputFormats",
-        "commonName",
-        "dnsNames",
-        "duration",
-        "emailAddresses",
-        "encodeUsagesInRequest",
-        "ipAddresses",
-        "isCA",
-        "issuerRef",
-        "keystores",
-        "literalSubject",
-        "nameConstraints",
-        "otherNames",
-        "privateKey",
-        "renewBefore",
-        "renewBeforePercentage",
-        "renewal",
-        "revisionHistoryLimit",
-        "secretName",
-        "secretTemplate",
-        "signatureAlgorithm",
-        "subject",
-        "uris",
-        "usages",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        let mut f10 = None;
-        let mut f11 = None;
-        let mut f12 = None;
-        let mut f13 = None;
-        let mut f14 = None;
-        let mut f15 = None;
-        let mut f16 = None;
-        let mut f17 = None;
-        let mut f18 = None;
-        let mut f19 = None;
-        let mut f20 = None;
-        let mut f21 = None;
-        let mut f22 = None;
-        let mut f23 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = c::next_option_vec_exact(&mut map)?,
-                7 => f7 = map.next_value()?,
-                8 => f8 = Some(map.next_value()?),
-                9 => f9 = map.next_value()?,
-                10 => f10 = map.next_value()?,
-                11 => f11 = map.next_value()?,
-                12 => f12 = c::next_option_vec_exact(&mut map)?,
-                13 => f13 = map.next_value()?,
-                14 => f14 = map.next_value()?,
-                15 => f15 = map.next_value()?,
-                16 => f16 = map.next_value()?,
-                17 => f17 = map.next_value()?,
-                18 => f18 = Some(map.next_value()?),
-                19 => f19 = map.next_value()?,
-                20 => f20 = map.next_value()?,
-                21 => f21 = map.next_value()?,
-                22 => f22 = c::next_option_vec_exact(&mut map)?,
-                23 => f23 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            additional_output_formats: f0,
-            common_name: f1,
-            dns_names: f2,
-            duration: f3,
-            email_addresses: f4,
-            encode_usages_in_request: f5,
-            ip_addresses: f6,
-            is_ca: f7,
-            issuer_ref: c::required(f8, "issuerRef", &map)?,
-            keystores: f9,
-            literal_subject: f10,
-            name_constraints: f11,
-            other_names: f12,
-            private_key: f13,
-            renew_before: f14,
-            renew_before_percentage: f15,
-            renewal: f16,
-            revision_history_limit: f17,
-            secret_name: c::required(f18, "secretName", &map)?,
-            secret_template: f19,
-            signature_algorithm: f20,
-            subject: f21,
-            uris: f22,
-            usages: f23,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for CertificateSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateSpec, [(0, "additionalOutputFormats", additional_output_formats,
+    option_vec), (1, "commonName", common_name, option), (2, "dnsNames", dns_names,
+    option_vec), (3, "duration", duration, option), (4, "emailAddresses",
+    email_addresses, option_vec), (5, "encodeUsagesInRequest", encode_usages_in_request,
+    option), (6, "ipAddresses", ip_addresses, option_vec), (7, "isCA", is_ca, option),
+    (8, "issuerRef", issuer_ref, required), (9, "keystores", keystores, option), (10,
+    "literalSubject", literal_subject, option), (11, "nameConstraints", name_constraints,
+    option), (12, "otherNames", other_names, option_vec), (13, "privateKey", private_key,
+    option), (14, "renewBefore", renew_before, option), (15, "renewBeforePercentage",
+    renew_before_percentage, option), (16, "renewal", renewal, option), (17,
+    "revisionHistoryLimit", revision_history_limit, option), (18, "secretName",
+    secret_name, required), (19, "secretTemplate", secret_template, option), (20,
+    "signatureAlgorithm", signature_algorithm, option), (21, "subject", subject, option),
+    (22, "uris", uris, option_vec), (23, "usages", usages, option_vec)]
+);
 /// SuggestedWindow is the suggested renewal window as returned by the ACME server in accordance with RFC 9773.
 #[derive(
     ::std::clone::Clone,
@@ -2141,39 +1512,10 @@ pub struct CertificateStatusAcmeAriSuggestedWindow {
     /// Start is the start of the suggested renewal window.
     pub start: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for CertificateStatusAcmeAriSuggestedWindow {
-    const NAME: &'static str = "CertificateStatusAcmeAriSuggestedWindow";
-    const FIELDS: &'static [&'static str] = &["end", "start"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            end: c::required(f0, "end", &map)?,
-            start: c::required(f1, "start", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateStatusAcmeAriSuggestedWindow {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateStatusAcmeAriSuggestedWindow, [(0, "end", end, required), (1, "start",
+    start, required)]
+);
 /// ARI stores the ACME Renewal Information that is fetched from the ACME server
 /// in accordance with RFC 9773. This is only populated if the ARI feature gate is enabled.
 #[derive(
@@ -2218,53 +1560,11 @@ pub struct CertificateStatusAcmeAri {
         ::std::boxed::Box<CertificateStatusAcmeAriSuggestedWindow>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateStatusAcmeAri {
-    const NAME: &'static str = "CertificateStatusAcmeAri";
-    const FIELDS: &'static [&'static str] = &[
-        "explanationURL",
-        "lastChecked",
-        "lastError",
-        "nextCheck",
-        "suggestedWindow",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            explanation_url: f0,
-            last_checked: f1,
-            last_error: f2,
-            next_check: f3,
-            suggested_window: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateStatusAcmeAri {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateStatusAcmeAri, [(0, "explanationURL", explanation_url, option), (1,
+    "lastChecked", last_checked, option), (2, "lastError", last_error, option), (3,
+    "nextCheck", next_check, option), (4, "suggestedWindow", suggested_window, option)]
+);
 /// ACME stores information that is fetched from the ACME CA server.
 #[derive(
     ::std::clone::Clone,
@@ -2279,33 +1579,7 @@ pub struct CertificateStatusAcme {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub ari: ::std::option::Option<::std::boxed::Box<CertificateStatusAcmeAri>>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateStatusAcme {
-    const NAME: &'static str = "CertificateStatusAcme";
-    const FIELDS: &'static [&'static str] = &["ari"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { ari: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateStatusAcme {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(CertificateStatusAcme, [(0, "ari", ari, option)]);
 /// Status of the condition, one of (`True`, `False`, `Unknown`).
 #[derive(
     ::std::clone::Clone,
@@ -2410,57 +1684,12 @@ pub struct CertificateStatusConditions {
     /// Type of the condition, known values are (`Ready`, `Issuing`).
     pub r#type: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateStatusConditions {
-    const NAME: &'static str = "CertificateStatusConditions";
-    const FIELDS: &'static [&'static str] = &[
-        "lastTransitionTime",
-        "message",
-        "observedGeneration",
-        "reason",
-        "status",
-        "type",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = Some(map.next_value()?),
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            last_transition_time: f0,
-            message: f1,
-            observed_generation: f2,
-            reason: f3,
-            status: c::required(f4, "status", &map)?,
-            r#type: c::required(f5, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for CertificateStatusConditions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateStatusConditions, [(0, "lastTransitionTime", last_transition_time,
+    option), (1, "message", message, option), (2, "observedGeneration",
+    observed_generation, option), (3, "reason", reason, option), (4, "status", status,
+    required), (5, "type", r#type, required)]
+);
 /// Status of the Certificate.
 /// This is set and managed automatically.
 /// Read-only.
@@ -2547,68 +1776,14 @@ pub struct CertificateStatus {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub revision: ::std::option::Option<i64>,
 }
-impl ::informer_runtime::codegen::FromFields for CertificateStatus {
-    const NAME: &'static str = "CertificateStatus";
-    const FIELDS: &'static [&'static str] = &[
-        "acme",
-        "conditions",
-        "failedIssuanceAttempts",
-        "lastFailureTime",
-        "nextPrivateKeySecretName",
-        "notAfter",
-        "notBefore",
-        "renewalTime",
-        "revision",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = map.next_value()?,
-                8 => f8 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            acme: f0,
-            conditions: f1,
-            failed_issuance_attempts: f2,
-            last_failure_time: f3,
-            next_private_key_secret_name: f4,
-            not_after: f5,
-            not_before: f6,
-            renewal_time: f7,
-            revision: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for CertificateStatus {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    CertificateStatus, [(0, "acme", acme, option), (1, "conditions", conditions,
+    option_vec), (2, "failedIssuanceAttempts", failed_issuance_attempts, option), (3,
+    "lastFailureTime", last_failure_time, option), (4, "nextPrivateKeySecretName",
+    next_private_key_secret_name, option), (5, "notAfter", not_after, option), (6,
+    "notBefore", not_before, option), (7, "renewalTime", renewal_time, option), (8,
+    "revision", revision, option)]
+);
 /// A Certificate resource should be created to ensure an up to date and signed
 /// X.509 certificate is stored in the Kubernetes Secret resource named in `spec.secretName`.
 ///
@@ -2647,40 +1822,10 @@ impl ::informer_runtime::reexports::serde::Serialize for Certificate {
         map.end()
     }
 }
-impl ::informer_runtime::codegen::FromFields for Certificate {
-    const NAME: &'static str = "Certificate";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec", "status"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            metadata: f0.unwrap_or_default(),
-            spec: f1,
-            status: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for Certificate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    Certificate, [(0, "metadata", metadata, default), (1, "spec", spec, option), (2,
+    "status", status, option)]
+);
 impl ::informer_runtime::reexports::kube_core::Resource for Certificate {
     type DynamicType = ();
     type Scope = ::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope;
@@ -2802,39 +1947,10 @@ pub struct ClusterIssuerSpecAcmeExternalAccountBindingKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeExternalAccountBindingKeySecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeExternalAccountBindingKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeExternalAccountBindingKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeExternalAccountBindingKeySecretRef, [(0, "key", key, option),
+    (1, "name", name, required)]
+);
 /// ExternalAccountBinding is a reference to a CA external account of the ACME
 /// server.
 /// If set, upon registration cert-manager will attempt to associate the given
@@ -2870,42 +1986,11 @@ pub struct ClusterIssuerSpecAcmeExternalAccountBinding {
     #[serde(rename = "keySecretRef")]
     pub key_secret_ref: ClusterIssuerSpecAcmeExternalAccountBindingKeySecretRef,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeExternalAccountBinding {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeExternalAccountBinding";
-    const FIELDS: &'static [&'static str] = &["keyAlgorithm", "keyID", "keySecretRef"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key_algorithm: f0,
-            key_id: c::required(f1, "keyID", &map)?,
-            key_secret_ref: c::required(f2, "keySecretRef", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeExternalAccountBinding {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeExternalAccountBinding, [(0, "keyAlgorithm", key_algorithm,
+    option), (1, "keyID", key_id, required), (2, "keySecretRef", key_secret_ref,
+    required)]
+);
 /// PrivateKey is the name of a Kubernetes Secret resource that will be used to
 /// store the automatically generated ACME account private key.
 /// Optionally, a `key` may be specified to select a specific entry within
@@ -2928,39 +2013,10 @@ pub struct ClusterIssuerSpecAcmePrivateKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmePrivateKeySecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmePrivateKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmePrivateKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmePrivateKeySecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// RenewalInformationSource allows fetching ACME Renewal Information from the ACME CA
 /// server. Default is `ARI`.
 ///
@@ -3044,39 +2100,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef, [(0, "key", key, option),
+    (1, "name", name, required)]
+);
 /// Use the 'ACME DNS' (https://github.com/joohoi/acme-dns) API to manage
 /// DNS01 challenge records.
 #[derive(
@@ -3093,39 +2120,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AcmeDns {
     pub account_secret_ref: ClusterIssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef,
     pub host: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01AcmeDns {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01AcmeDns";
-    const FIELDS: &'static [&'static str] = &["accountSecretRef", "host"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            account_secret_ref: c::required(f0, "accountSecretRef", &map)?,
-            host: c::required(f1, "host", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01AcmeDns {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01AcmeDns, [(0, "accountSecretRef",
+    account_secret_ref, required), (1, "host", host, required)]
+);
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
 #[derive(
@@ -3145,39 +2143,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
 #[derive(
@@ -3197,39 +2166,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
 #[derive(
@@ -3249,39 +2189,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// Use the Akamai DNS zone management API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -3306,50 +2217,13 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Akamai {
     #[serde(rename = "serviceConsumerDomain")]
     pub service_consumer_domain: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Akamai {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Akamai";
-    const FIELDS: &'static [&'static str] = &[
-        "accessTokenSecretRef",
-        "clientSecretSecretRef",
-        "clientTokenSecretRef",
-        "serviceConsumerDomain",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            access_token_secret_ref: c::required(f0, "accessTokenSecretRef", &map)?,
-            client_secret_secret_ref: c::required(f1, "clientSecretSecretRef", &map)?,
-            client_token_secret_ref: c::required(f2, "clientTokenSecretRef", &map)?,
-            service_consumer_domain: c::required(f3, "serviceConsumerDomain", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Akamai {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Akamai, [(0, "accessTokenSecretRef",
+    access_token_secret_ref, required), (1, "clientSecretSecretRef",
+    client_secret_secret_ref, required), (2, "clientTokenSecretRef",
+    client_token_secret_ref, required), (3, "serviceConsumerDomain",
+    service_consumer_domain, required)]
+);
 /// Auth: Azure Service Principal:
 /// A reference to a Secret containing the password associated with the Service Principal.
 /// If set, ClientID and TenantID must also be set.
@@ -3370,39 +2244,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// name of the Azure environment (default AzurePublicCloud)
 #[derive(
     ::std::clone::Clone,
@@ -3500,42 +2345,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
     #[serde(rename = "tenantID", skip_serializing_if = "::std::option::Option::is_none")]
     pub tenant_id: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity";
-    const FIELDS: &'static [&'static str] = &["clientID", "resourceID", "tenantID"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            client_id: f0,
-            resource_id: f1,
-            tenant_id: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01AzureDnsManagedIdentity, [(0, "clientID", client_id,
+    option), (1, "resourceID", resource_id, option), (2, "tenantID", tenant_id, option)]
+);
 /// ZoneType determines which type of Azure DNS zone to use.
 ///
 /// Valid values are:
@@ -3677,70 +2490,14 @@ pub struct ClusterIssuerSpecAcmeSolversDns01AzureDns {
         ClusterIssuerSpecAcmeSolversDns01AzureDnsZoneType,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01AzureDns {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01AzureDns";
-    const FIELDS: &'static [&'static str] = &[
-        "clientID",
-        "clientSecretSecretRef",
-        "environment",
-        "hostedZoneName",
-        "managedIdentity",
-        "resourceGroupName",
-        "subscriptionID",
-        "tenantID",
-        "zoneType",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = Some(map.next_value()?),
-                6 => f6 = Some(map.next_value()?),
-                7 => f7 = map.next_value()?,
-                8 => f8 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            client_id: f0,
-            client_secret_secret_ref: f1,
-            environment: f2,
-            hosted_zone_name: f3,
-            managed_identity: f4,
-            resource_group_name: c::required(f5, "resourceGroupName", &map)?,
-            subscription_id: c::required(f6, "subscriptionID", &map)?,
-            tenant_id: f7,
-            zone_type: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01AzureDns {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01AzureDns, [(0, "clientID", client_id, option), (1,
+    "clientSecretSecretRef", client_secret_secret_ref, option), (2, "environment",
+    environment, option), (3, "hostedZoneName", hosted_zone_name, option), (4,
+    "managedIdentity", managed_identity, option), (5, "resourceGroupName",
+    resource_group_name, required), (6, "subscriptionID", subscription_id, required), (7,
+    "tenantID", tenant_id, option), (8, "zoneType", zone_type, option)]
+);
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
 #[derive(
@@ -3760,39 +2517,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// Use the Google Cloud DNS API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -3823,46 +2551,11 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudDns {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01CloudDns {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01CloudDns";
-    const FIELDS: &'static [&'static str] = &[
-        "hostedZoneName",
-        "project",
-        "serviceAccountSecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            hosted_zone_name: f0,
-            project: c::required(f1, "project", &map)?,
-            service_account_secret_ref: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01CloudDns {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01CloudDns, [(0, "hostedZoneName", hosted_zone_name,
+    option), (1, "project", project, required), (2, "serviceAccountSecretRef",
+    service_account_secret_ref, option)]
+);
 /// API key to use to authenticate with Cloudflare.
 /// Note: using an API token to authenticate is now the recommended method
 /// as it allows greater control of permissions.
@@ -3883,39 +2576,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef, [(0, "key", key, option),
+    (1, "name", name, required)]
+);
 /// API token used to authenticate with Cloudflare.
 #[derive(
     ::std::clone::Clone,
@@ -3934,39 +2598,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// Use the Cloudflare API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -3998,46 +2633,11 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Cloudflare {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub email: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Cloudflare {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Cloudflare";
-    const FIELDS: &'static [&'static str] = &[
-        "apiKeySecretRef",
-        "apiTokenSecretRef",
-        "email",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            api_key_secret_ref: f0,
-            api_token_secret_ref: f1,
-            email: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Cloudflare {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Cloudflare, [(0, "apiKeySecretRef",
+    api_key_secret_ref, option), (1, "apiTokenSecretRef", api_token_secret_ref, option),
+    (2, "email", email, option)]
+);
 /// CNAMEStrategy configures how the DNS01 provider should handle CNAME
 /// records when found in DNS zones.
 #[derive(
@@ -4119,39 +2719,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// Use the DigitalOcean DNS API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -4166,36 +2737,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Digitalocean {
     #[serde(rename = "tokenSecretRef")]
     pub token_secret_ref: ClusterIssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Digitalocean {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Digitalocean";
-    const FIELDS: &'static [&'static str] = &["tokenSecretRef"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            token_secret_ref: c::required(f0, "tokenSecretRef", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Digitalocean {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Digitalocean, [(0, "tokenSecretRef",
+    token_secret_ref, required)]
+);
 /// Protocol to use for dynamic DNS update queries. Valid values are (case-sensitive) ``TCP`` and ``UDP``; ``UDP`` (default).
 #[derive(
     ::std::clone::Clone,
@@ -4276,39 +2821,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// Use RFC2136 ("Dynamic Updates in the Domain Name System") (https://datatracker.ietf.org/doc/rfc2136/)
 /// to manage DNS01 challenge records.
 #[derive(
@@ -4355,54 +2871,12 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Rfc2136 {
         ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Rfc2136 {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Rfc2136";
-    const FIELDS: &'static [&'static str] = &[
-        "nameserver",
-        "protocol",
-        "tsigAlgorithm",
-        "tsigKeyName",
-        "tsigSecretSecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            nameserver: c::required(f0, "nameserver", &map)?,
-            protocol: f1,
-            tsig_algorithm: f2,
-            tsig_key_name: f3,
-            tsig_secret_secret_ref: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Rfc2136 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Rfc2136, [(0, "nameserver", nameserver, required),
+    (1, "protocol", protocol, option), (2, "tsigAlgorithm", tsig_algorithm, option), (3,
+    "tsigKeyName", tsig_key_name, option), (4, "tsigSecretSecretRef",
+    tsig_secret_secret_ref, option)]
+);
 /// The SecretAccessKey is used for authentication. If set, pull the AWS
 /// access key ID from a key within a Kubernetes Secret.
 /// Cannot be set when AccessKeyID is set.
@@ -4426,39 +2900,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// A reference to a service account that will be used to request a bound
 /// token (also known as "projected token"). To use this field, you must
 /// configure an RBAC rule to let cert-manager request a token.
@@ -4479,39 +2924,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountR
     /// Name of the ServiceAccount used to request a token.
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef";
-    const FIELDS: &'static [&'static str] = &["audiences", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            audiences: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef, [(0,
+    "audiences", audiences, option_vec), (1, "name", name, required)]
+);
 /// Kubernetes authenticates with Route53 using AssumeRoleWithWebIdentity
 /// by passing a bound ServiceAccount token.
 #[derive(
@@ -4528,36 +2944,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes {
     #[serde(rename = "serviceAccountRef")]
     pub service_account_ref: ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes";
-    const FIELDS: &'static [&'static str] = &["serviceAccountRef"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            service_account_ref: c::required(f0, "serviceAccountRef", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes, [(0, "serviceAccountRef",
+    service_account_ref, required)]
+);
 /// Auth configures how cert-manager authenticates.
 #[derive(
     ::std::clone::Clone,
@@ -4571,36 +2961,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53Auth {
     /// by passing a bound ServiceAccount token.
     pub kubernetes: ClusterIssuerSpecAcmeSolversDns01Route53AuthKubernetes,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Route53Auth {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Route53Auth";
-    const FIELDS: &'static [&'static str] = &["kubernetes"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            kubernetes: c::required(f0, "kubernetes", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Route53Auth {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Route53Auth, [(0, "kubernetes", kubernetes,
+    required)]
+);
 /// The SecretAccessKey is used for authentication.
 /// If neither the Access Key nor Key ID are set, we fall back to using env
 /// vars, shared credentials file, or AWS Instance metadata,
@@ -4622,39 +2986,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef, [(0, "key", key,
+    option), (1, "name", name, required)]
+);
 /// Use the AWS Route53 API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -4740,62 +3075,13 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Route53 {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Route53 {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Route53";
-    const FIELDS: &'static [&'static str] = &[
-        "accessKeyID",
-        "accessKeyIDSecretRef",
-        "auth",
-        "hostedZoneID",
-        "region",
-        "role",
-        "secretAccessKeySecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            access_key_id: f0,
-            access_key_id_secret_ref: f1,
-            auth: f2,
-            hosted_zone_id: f3,
-            region: f4,
-            role: f5,
-            secret_access_key_secret_ref: f6,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Route53 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Route53, [(0, "accessKeyID", access_key_id, option),
+    (1, "accessKeyIDSecretRef", access_key_id_secret_ref, option), (2, "auth", auth,
+    option), (3, "hostedZoneID", hosted_zone_id, option), (4, "region", region, option),
+    (5, "role", role, option), (6, "secretAccessKeySecretRef",
+    secret_access_key_secret_ref, option)]
+);
 /// Configure an external webhook based DNS01 challenge solver to manage
 /// DNS01 challenge records.
 #[derive(
@@ -4828,42 +3114,10 @@ pub struct ClusterIssuerSpecAcmeSolversDns01Webhook {
     #[serde(rename = "solverName")]
     pub solver_name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversDns01Webhook {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01Webhook";
-    const FIELDS: &'static [&'static str] = &["config", "groupName", "solverName"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            config: f0,
-            group_name: c::required(f1, "groupName", &map)?,
-            solver_name: c::required(f2, "solverName", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01Webhook {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01Webhook, [(0, "config", config, option), (1,
+    "groupName", group_name, required), (2, "solverName", solver_name, required)]
+);
 /// Configures cert-manager to attempt to complete authorizations by
 /// performing the DNS01 challenge flow.
 #[derive(
@@ -4941,77 +3195,14 @@ pub struct ClusterIssuerSpecAcmeSolversDns01 {
         ::std::boxed::Box<ClusterIssuerSpecAcmeSolversDns01Webhook>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecAcmeSolversDns01 {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversDns01";
-    const FIELDS: &'static [&'static str] = &[
-        "acmeDNS",
-        "akamai",
-        "azureDNS",
-        "cloudDNS",
-        "cloudflare",
-        "cnameStrategy",
-        "digitalocean",
-        "nameservers",
-        "rfc2136",
-        "route53",
-        "webhook",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        let mut f10 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                8 => f8 = map.next_value()?,
-                9 => f9 = map.next_value()?,
-                10 => f10 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            acme_dns: f0,
-            akamai: f1,
-            azure_dns: f2,
-            cloud_dns: f3,
-            cloudflare: f4,
-            cname_strategy: f5,
-            digitalocean: f6,
-            nameservers: f7,
-            rfc2136: f8,
-            route53: f9,
-            webhook: f10,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversDns01 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversDns01, [(0, "acmeDNS", acme_dns, option), (1, "akamai",
+    akamai, option), (2, "azureDNS", azure_dns, option), (3, "cloudDNS", cloud_dns,
+    option), (4, "cloudflare", cloudflare, option), (5, "cnameStrategy", cname_strategy,
+    option), (6, "digitalocean", digitalocean, option), (7, "nameservers", nameservers,
+    option_vec), (8, "rfc2136", rfc2136, option), (9, "route53", route53, option), (10,
+    "webhook", webhook, option)]
+);
 /// ParentReference identifies an API object (usually a Gateway) that can be considered
 /// a parent of this resource (usually a route). There are two kinds of parent resources
 /// with "Core" support:
@@ -5144,58 +3335,12 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
     )]
     pub section_name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs";
-    const FIELDS: &'static [&'static str] = &[
-        "group",
-        "kind",
-        "name",
-        "namespace",
-        "port",
-        "sectionName",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            group: f0,
-            kind: f1,
-            name: c::required(f2, "name", &map)?,
-            namespace: f3,
-            port: f4,
-            section_name: f5,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs, [(0, "group", group,
+    option), (1, "kind", kind, option), (2, "name", name, required), (3, "namespace",
+    namespace, option), (4, "port", port, option), (5, "sectionName", section_name,
+    option)]
+);
 /// ObjectMeta overrides for the pod used to solve HTTP01 challenges.
 /// Only the 'labels' and 'annotations' fields may be set.
 /// If labels or annotations overlap with in-built values, the values here
@@ -5219,39 +3364,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata";
-    const FIELDS: &'static [&'static str] = &["annotations", "labels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            annotations: f0,
-            labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata, [(0,
+    "annotations", annotations, option), (1, "labels", labels, option)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -5275,42 +3391,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -5334,42 +3419,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -5400,39 +3454,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchFields"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_fields: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchFields",
+    match_fields, option_vec)]
+);
 /// An empty preferred scheduling term matches all objects with implicit weight 0
 /// (i.e. it's a no-op). A null preferred scheduling term matches no objects (i.e. is also a no-op).
 #[derive(
@@ -5448,39 +3474,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// Weight associated with matching the corresponding nodeSelectorTerm, in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["preference", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preference: c::required(f0, "preference", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "preference", preference, required), (1, "weight", weight, required)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -5504,42 +3501,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -5563,42 +3529,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A null or empty node selector term matches no objects. The requirements of
 /// them are ANDed.
 /// The TopologySelectorTerm type implements a subset of the NodeSelectorTerm.
@@ -5631,39 +3566,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchFields"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_fields: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchFields",
+    match_fields, option_vec)]
+);
 /// If the affinity requirements specified by this field are not met at
 /// scheduling time, the pod will not be scheduled onto the node.
 /// If the affinity requirements specified by this field cease to be met
@@ -5683,36 +3590,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["nodeSelectorTerms"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(c::next_vec_exact(&mut map)?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            node_selector_terms: c::required(f0, "nodeSelectorTerms", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "nodeSelectorTerms", node_selector_terms, required_vec)]
+);
 /// Describes node affinity scheduling rules for the pod.
 #[derive(
     ::std::clone::Clone,
@@ -5755,42 +3636,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity,
+    [(0, "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -5813,42 +3665,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -5880,39 +3701,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -5935,42 +3728,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -6005,39 +3767,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Required. A pod affinity term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -6114,58 +3848,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)
 #[derive(
     ::std::clone::Clone,
@@ -6182,39 +3871,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["podAffinityTerm", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            pod_affinity_term: c::required(f0, "podAffinityTerm", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "podAffinityTerm", pod_affinity_term, required), (1, "weight", weight,
+    required)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -6237,42 +3898,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -6304,39 +3934,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -6359,42 +3961,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -6429,39 +4000,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Defines a set of pods (namely those matching the labelSelector
 /// relative to the given namespace(s)) that this pod should be
 /// co-located (affinity) or not co-located (anti-affinity) with,
@@ -6543,58 +4086,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s)).
 #[derive(
     ::std::clone::Clone,
@@ -6639,42 +4137,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity,
+    [(0, "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option_vec)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -6697,42 +4166,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -6764,39 +4202,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -6819,42 +4229,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -6889,39 +4268,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Required. A pod affinity term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -6998,58 +4349,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)
 #[derive(
     ::std::clone::Clone,
@@ -7066,39 +4372,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     /// in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["podAffinityTerm", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            pod_affinity_term: c::required(f0, "podAffinityTerm", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "podAffinityTerm", pod_affinity_term, required), (1, "weight", weight,
+    required)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -7121,42 +4399,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -7188,39 +4435,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -7243,42 +4462,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -7313,39 +4501,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Defines a set of pods (namely those matching the labelSelector
 /// relative to the given namespace(s)) that this pod should be
 /// co-located (affinity) or not co-located (anti-affinity) with,
@@ -7427,58 +4587,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
 #[derive(
     ::std::clone::Clone,
@@ -7523,42 +4638,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity,
+    [(0, "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option_vec)]
+);
 /// If specified, the pod's scheduling constraints
 #[derive(
     ::std::clone::Clone,
@@ -7599,46 +4685,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffi
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "nodeAffinity",
-        "podAffinity",
-        "podAntiAffinity",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            node_affinity: f0,
-            pod_affinity: f1,
-            pod_anti_affinity: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity, [(0,
+    "nodeAffinity", node_affinity, option), (1, "podAffinity", pod_affinity, option), (2,
+    "podAntiAffinity", pod_anti_affinity, option)]
+);
 /// LocalObjectReference contains enough information to let you locate the
 /// referenced object inside the same namespace.
 #[derive(
@@ -7659,34 +4710,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImag
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { name: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets,
+    [(0, "name", name, option)]
+);
 /// If specified, the pod's resource requirements.
 /// These values override the global resource configuration flags.
 /// Note that when only specifying resource limits, ensure they are greater than or equal
@@ -7722,36 +4749,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecReso
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources";
-    const FIELDS: &'static [&'static str] = &["limits", "requests"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { limits: f0, requests: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources, [(0,
+    "limits", limits, option), (1, "requests", requests, option)]
+);
 /// The SELinux context to be applied to all containers.
 /// If unspecified, the container runtime will allocate a random SELinux context for each
 /// container.  May also be set in SecurityContext.  If set in
@@ -7779,45 +4780,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub user: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions";
-    const FIELDS: &'static [&'static str] = &["level", "role", "type", "user"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            level: f0,
-            role: f1,
-            r#type: f2,
-            user: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions,
+    [(0, "level", level, option), (1, "role", role, option), (2, "type", r#type, option),
+    (3, "user", user, option)]
+);
 /// The seccomp options to use by the containers in this pod.
 /// Note that this field cannot be set when spec.os.name is windows.
 #[derive(
@@ -7845,39 +4812,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
     /// Unconfined - no profile should be applied.
     pub r#type: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile";
-    const FIELDS: &'static [&'static str] = &["localhostProfile", "type"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            localhost_profile: f0,
-            r#type: c::required(f1, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile,
+    [(0, "localhostProfile", localhost_profile, option), (1, "type", r#type, required)]
+);
 /// Sysctl defines a kernel parameter to be set
 #[derive(
     ::std::clone::Clone,
@@ -7892,39 +4830,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
     /// Value of a property to set
     pub value: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls";
-    const FIELDS: &'static [&'static str] = &["name", "value"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-            value: c::required(f1, "value", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls,
+    [(0, "name", name, required), (1, "value", value, required)]
+);
 /// If specified, the pod's security context
 #[derive(
     ::std::clone::Clone,
@@ -8039,70 +4948,15 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecu
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext";
-    const FIELDS: &'static [&'static str] = &[
-        "fsGroup",
-        "fsGroupChangePolicy",
-        "runAsGroup",
-        "runAsNonRoot",
-        "runAsUser",
-        "seLinuxOptions",
-        "seccompProfile",
-        "supplementalGroups",
-        "sysctls",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                8 => f8 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            fs_group: f0,
-            fs_group_change_policy: f1,
-            run_as_group: f2,
-            run_as_non_root: f3,
-            run_as_user: f4,
-            se_linux_options: f5,
-            seccomp_profile: f6,
-            supplemental_groups: f7,
-            sysctls: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext,
+    [(0, "fsGroup", fs_group, option), (1, "fsGroupChangePolicy", fs_group_change_policy,
+    option), (2, "runAsGroup", run_as_group, option), (3, "runAsNonRoot",
+    run_as_non_root, option), (4, "runAsUser", run_as_user, option), (5,
+    "seLinuxOptions", se_linux_options, option), (6, "seccompProfile", seccomp_profile,
+    option), (7, "supplementalGroups", supplemental_groups, option_vec), (8, "sysctls",
+    sysctls, option_vec)]
+);
 /// The pod this Toleration is attached to tolerates any taint that matches
 /// the triple <key,value,effect> using the matching operator <operator>.
 #[derive(
@@ -8142,54 +4996,12 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTole
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub value: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations";
-    const FIELDS: &'static [&'static str] = &[
-        "effect",
-        "key",
-        "operator",
-        "tolerationSeconds",
-        "value",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            effect: f0,
-            key: f1,
-            operator: f2,
-            toleration_seconds: f3,
-            value: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations, [(0,
+    "effect", effect, option), (1, "key", key, option), (2, "operator", operator,
+    option), (3, "tolerationSeconds", toleration_seconds, option), (4, "value", value,
+    option)]
+);
 /// PodSpec defines overrides for the HTTP01 challenge solver pod.
 /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
 /// All other fields will be ignored.
@@ -8270,66 +5082,14 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "affinity",
-        "imagePullSecrets",
-        "nodeSelector",
-        "priorityClassName",
-        "resources",
-        "securityContext",
-        "serviceAccountName",
-        "tolerations",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            affinity: f0,
-            image_pull_secrets: f1,
-            node_selector: f2,
-            priority_class_name: f3,
-            resources: f4,
-            security_context: f5,
-            service_account_name: f6,
-            tolerations: f7,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec, [(0, "affinity",
+    affinity, option), (1, "imagePullSecrets", image_pull_secrets, option_vec), (2,
+    "nodeSelector", node_selector, option), (3, "priorityClassName", priority_class_name,
+    option), (4, "resources", resources, option), (5, "securityContext",
+    security_context, option), (6, "serviceAccountName", service_account_name, option),
+    (7, "tolerations", tolerations, option_vec)]
+);
 /// Optional pod template used to configure the ACME challenge solver pods
 /// used for HTTP01 challenges.
 #[derive(
@@ -8360,36 +5120,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { metadata: f0, spec: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate, [(0, "metadata",
+    metadata, option), (1, "spec", spec, option)]
+);
 /// The Gateway API is a sig-network community API that models service networking
 /// in Kubernetes (https://gateway-api.sigs.k8s.io/). The Gateway solver will
 /// create HTTPRoutes with the specified labels in the same namespace as the challenge.
@@ -8436,50 +5170,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute {
     )]
     pub service_type: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute";
-    const FIELDS: &'static [&'static str] = &[
-        "labels",
-        "parentRefs",
-        "podTemplate",
-        "serviceType",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            labels: f0,
-            parent_refs: f1,
-            pod_template: f2,
-            service_type: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01GatewayHttpRoute, [(0, "labels", labels, option),
+    (1, "parentRefs", parent_refs, option_vec), (2, "podTemplate", pod_template, option),
+    (3, "serviceType", service_type, option)]
+);
 /// ObjectMeta overrides for the ingress used to solve HTTP01 challenges.
 /// Only the 'labels' and 'annotations' fields may be set.
 /// If labels or annotations overlap with in-built values, the values here
@@ -8503,39 +5198,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata";
-    const FIELDS: &'static [&'static str] = &["annotations", "labels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            annotations: f0,
-            labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata, [(0, "annotations",
+    annotations, option), (1, "labels", labels, option)]
+);
 /// Optional ingress template used to configure the ACME challenge solver
 /// ingress used for HTTP01 challenges.
 #[derive(
@@ -8557,34 +5223,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate";
-    const FIELDS: &'static [&'static str] = &["metadata"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { metadata: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressIngressTemplate, [(0, "metadata", metadata,
+    option)]
+);
 /// ObjectMeta overrides for the pod used to solve HTTP01 challenges.
 /// Only the 'labels' and 'annotations' fields may be set.
 /// If labels or annotations overlap with in-built values, the values here
@@ -8608,39 +5250,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata";
-    const FIELDS: &'static [&'static str] = &["annotations", "labels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            annotations: f0,
-            labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata, [(0, "annotations",
+    annotations, option), (1, "labels", labels, option)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -8664,42 +5277,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -8723,42 +5305,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -8789,39 +5340,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchFields"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_fields: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchFields",
+    match_fields, option_vec)]
+);
 /// An empty preferred scheduling term matches all objects with implicit weight 0
 /// (i.e. it's a no-op). A null preferred scheduling term matches no objects (i.e. is also a no-op).
 #[derive(
@@ -8837,39 +5360,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     /// Weight associated with matching the corresponding nodeSelectorTerm, in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["preference", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preference: c::required(f0, "preference", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "preference", preference, required), (1, "weight", weight, required)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -8893,42 +5387,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -8952,42 +5415,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A null or empty node selector term matches no objects. The requirements of
 /// them are ANDed.
 /// The TopologySelectorTerm type implements a subset of the NodeSelectorTerm.
@@ -9020,39 +5452,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchFields"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_fields: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchFields",
+    match_fields, option_vec)]
+);
 /// If the affinity requirements specified by this field are not met at
 /// scheduling time, the pod will not be scheduled onto the node.
 /// If the affinity requirements specified by this field cease to be met
@@ -9072,36 +5476,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
         ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["nodeSelectorTerms"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(c::next_vec_exact(&mut map)?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            node_selector_terms: c::required(f0, "nodeSelectorTerms", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "nodeSelectorTerms", node_selector_terms, required_vec)]
+);
 /// Describes node affinity scheduling rules for the pod.
 #[derive(
     ::std::clone::Clone,
@@ -9144,42 +5522,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeA
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity, [(0,
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -9202,42 +5551,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -9269,39 +5587,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -9324,42 +5614,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -9394,39 +5653,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Required. A pod affinity term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -9503,58 +5734,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)
 #[derive(
     ::std::clone::Clone,
@@ -9571,39 +5757,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     /// in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["podAffinityTerm", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            pod_affinity_term: c::required(f0, "podAffinityTerm", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "podAffinityTerm", pod_affinity_term, required), (1, "weight", weight,
+    required)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -9626,42 +5784,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -9693,39 +5820,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -9748,42 +5847,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -9818,39 +5886,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Defines a set of pods (namely those matching the labelSelector
 /// relative to the given namespace(s)) that this pod should be
 /// co-located (affinity) or not co-located (anti-affinity) with,
@@ -9932,58 +5972,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s)).
 #[derive(
     ::std::clone::Clone,
@@ -10028,42 +6023,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAf
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity, [(0,
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option_vec)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -10086,42 +6052,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -10153,39 +6088,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -10208,42 +6115,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -10278,39 +6154,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Required. A pod affinity term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -10387,58 +6235,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)
 #[derive(
     ::std::clone::Clone,
@@ -10455,39 +6258,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     /// in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["podAffinityTerm", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            pod_affinity_term: c::required(f0, "podAffinityTerm", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "podAffinityTerm", pod_affinity_term, required), (1, "weight", weight,
+    required)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -10510,42 +6285,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -10577,39 +6321,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -10632,42 +6348,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -10702,39 +6387,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Defines a set of pods (namely those matching the labelSelector
 /// relative to the given namespace(s)) that this pod should be
 /// co-located (affinity) or not co-located (anti-affinity) with,
@@ -10816,58 +6473,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
 #[derive(
     ::std::clone::Clone,
@@ -10912,42 +6524,13 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAn
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity, [(0,
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option_vec)]
+);
 /// If specified, the pod's scheduling constraints
 #[derive(
     ::std::clone::Clone,
@@ -10988,46 +6571,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "nodeAffinity",
-        "podAffinity",
-        "podAntiAffinity",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            node_affinity: f0,
-            pod_affinity: f1,
-            pod_anti_affinity: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity, [(0,
+    "nodeAffinity", node_affinity, option), (1, "podAffinity", pod_affinity, option), (2,
+    "podAntiAffinity", pod_anti_affinity, option)]
+);
 /// LocalObjectReference contains enough information to let you locate the
 /// referenced object inside the same namespace.
 #[derive(
@@ -11048,34 +6596,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecr
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { name: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets, [(0,
+    "name", name, option)]
+);
 /// If specified, the pod's resource requirements.
 /// These values override the global resource configuration flags.
 /// Note that when only specifying resource limits, ensure they are greater than or equal
@@ -11111,36 +6635,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources";
-    const FIELDS: &'static [&'static str] = &["limits", "requests"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { limits: f0, requests: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources, [(0, "limits",
+    limits, option), (1, "requests", requests, option)]
+);
 /// The SELinux context to be applied to all containers.
 /// If unspecified, the container runtime will allocate a random SELinux context for each
 /// container.  May also be set in SecurityContext.  If set in
@@ -11168,45 +6666,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub user: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions";
-    const FIELDS: &'static [&'static str] = &["level", "role", "type", "user"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            level: f0,
-            role: f1,
-            r#type: f2,
-            user: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions,
+    [(0, "level", level, option), (1, "role", role, option), (2, "type", r#type, option),
+    (3, "user", user, option)]
+);
 /// The seccomp options to use by the containers in this pod.
 /// Note that this field cannot be set when spec.os.name is windows.
 #[derive(
@@ -11234,39 +6698,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
     /// Unconfined - no profile should be applied.
     pub r#type: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile";
-    const FIELDS: &'static [&'static str] = &["localhostProfile", "type"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            localhost_profile: f0,
-            r#type: c::required(f1, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile,
+    [(0, "localhostProfile", localhost_profile, option), (1, "type", r#type, required)]
+);
 /// Sysctl defines a kernel parameter to be set
 #[derive(
     ::std::clone::Clone,
@@ -11281,39 +6716,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
     /// Value of a property to set
     pub value: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls";
-    const FIELDS: &'static [&'static str] = &["name", "value"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-            value: c::required(f1, "value", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls, [(0,
+    "name", name, required), (1, "value", value, required)]
+);
 /// If specified, the pod's security context
 #[derive(
     ::std::clone::Clone,
@@ -11428,70 +6834,15 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityConte
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext";
-    const FIELDS: &'static [&'static str] = &[
-        "fsGroup",
-        "fsGroupChangePolicy",
-        "runAsGroup",
-        "runAsNonRoot",
-        "runAsUser",
-        "seLinuxOptions",
-        "seccompProfile",
-        "supplementalGroups",
-        "sysctls",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                8 => f8 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            fs_group: f0,
-            fs_group_change_policy: f1,
-            run_as_group: f2,
-            run_as_non_root: f3,
-            run_as_user: f4,
-            se_linux_options: f5,
-            seccomp_profile: f6,
-            supplemental_groups: f7,
-            sysctls: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext, [(0,
+    "fsGroup", fs_group, option), (1, "fsGroupChangePolicy", fs_group_change_policy,
+    option), (2, "runAsGroup", run_as_group, option), (3, "runAsNonRoot",
+    run_as_non_root, option), (4, "runAsUser", run_as_user, option), (5,
+    "seLinuxOptions", se_linux_options, option), (6, "seccompProfile", seccomp_profile,
+    option), (7, "supplementalGroups", supplemental_groups, option_vec), (8, "sysctls",
+    sysctls, option_vec)]
+);
 /// The pod this Toleration is attached to tolerates any taint that matches
 /// the triple <key,value,effect> using the matching operator <operator>.
 #[derive(
@@ -11531,54 +6882,11 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub value: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations";
-    const FIELDS: &'static [&'static str] = &[
-        "effect",
-        "key",
-        "operator",
-        "tolerationSeconds",
-        "value",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            effect: f0,
-            key: f1,
-            operator: f2,
-            toleration_seconds: f3,
-            value: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations, [(0, "effect",
+    effect, option), (1, "key", key, option), (2, "operator", operator, option), (3,
+    "tolerationSeconds", toleration_seconds, option), (4, "value", value, option)]
+);
 /// PodSpec defines overrides for the HTTP01 challenge solver pod.
 /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
 /// All other fields will be ignored.
@@ -11659,66 +6967,14 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "affinity",
-        "imagePullSecrets",
-        "nodeSelector",
-        "priorityClassName",
-        "resources",
-        "securityContext",
-        "serviceAccountName",
-        "tolerations",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            affinity: f0,
-            image_pull_secrets: f1,
-            node_selector: f2,
-            priority_class_name: f3,
-            resources: f4,
-            security_context: f5,
-            service_account_name: f6,
-            tolerations: f7,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec, [(0, "affinity", affinity,
+    option), (1, "imagePullSecrets", image_pull_secrets, option_vec), (2, "nodeSelector",
+    node_selector, option), (3, "priorityClassName", priority_class_name, option), (4,
+    "resources", resources, option), (5, "securityContext", security_context, option),
+    (6, "serviceAccountName", service_account_name, option), (7, "tolerations",
+    tolerations, option_vec)]
+);
 /// Optional pod template used to configure the ACME challenge solver pods
 /// used for HTTP01 challenges.
 #[derive(
@@ -11745,36 +7001,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate {
         ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplateSpec>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { metadata: f0, spec: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01IngressPodTemplate, [(0, "metadata", metadata,
+    option), (1, "spec", spec, option)]
+);
 /// The ingress based HTTP01 challenge solver will solve challenges by
 /// creating or modifying Ingress resources in order to route requests for
 /// '/.well-known/acme-challenge/XYZ' to 'challenge solver' pods that are
@@ -11836,58 +7066,12 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01Ingress {
     )]
     pub service_type: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecAcmeSolversHttp01Ingress {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01Ingress";
-    const FIELDS: &'static [&'static str] = &[
-        "class",
-        "ingressClassName",
-        "ingressTemplate",
-        "name",
-        "podTemplate",
-        "serviceType",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            class: f0,
-            ingress_class_name: f1,
-            ingress_template: f2,
-            name: f3,
-            pod_template: f4,
-            service_type: f5,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01Ingress {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01Ingress, [(0, "class", class, option), (1,
+    "ingressClassName", ingress_class_name, option), (2, "ingressTemplate",
+    ingress_template, option), (3, "name", name, option), (4, "podTemplate",
+    pod_template, option), (5, "serviceType", service_type, option)]
+);
 /// Configures cert-manager to attempt to complete authorizations by
 /// performing the HTTP01 challenge flow.
 /// It is not possible to obtain certificates for wildcard domain names
@@ -11920,38 +7104,10 @@ pub struct ClusterIssuerSpecAcmeSolversHttp01 {
         ::std::boxed::Box<ClusterIssuerSpecAcmeSolversHttp01Ingress>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecAcmeSolversHttp01 {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversHttp01";
-    const FIELDS: &'static [&'static str] = &["gatewayHTTPRoute", "ingress"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            gateway_http_route: f0,
-            ingress: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversHttp01 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversHttp01, [(0, "gatewayHTTPRoute", gateway_http_route,
+    option), (1, "ingress", ingress, option)]
+);
 /// Selector selects a set of DNSNames on the Certificate resource that
 /// should be solved using this challenge solver.
 /// If not specified, the solver will be treated as the 'default' solver
@@ -11995,41 +7151,10 @@ pub struct ClusterIssuerSpecAcmeSolversSelector {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecAcmeSolversSelector {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolversSelector";
-    const FIELDS: &'static [&'static str] = &["dnsNames", "dnsZones", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            dns_names: f0,
-            dns_zones: f1,
-            match_labels: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolversSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolversSelector, [(0, "dnsNames", dns_names, option_vec), (1,
+    "dnsZones", dns_zones, option_vec), (2, "matchLabels", match_labels, option)]
+);
 /// An ACMEChallengeSolver describes how to solve ACME challenges for the issuer it is part of.
 /// A selector may be provided to use different solving strategies for different DNS names.
 /// Only one of HTTP01 or DNS01 must be provided.
@@ -12085,49 +7210,11 @@ pub struct ClusterIssuerSpecAcmeSolvers {
     )]
     pub wait_instead_of_self_check: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecAcmeSolvers {
-    const NAME: &'static str = "ClusterIssuerSpecAcmeSolvers";
-    const FIELDS: &'static [&'static str] = &[
-        "dns01",
-        "http01",
-        "selector",
-        "waitInsteadOfSelfCheck",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            dns01: f0,
-            http01: f1,
-            selector: f2,
-            wait_instead_of_self_check: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcmeSolvers {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcmeSolvers, [(0, "dns01", dns01, option), (1, "http01", http01,
+    option), (2, "selector", selector, option), (3, "waitInsteadOfSelfCheck",
+    wait_instead_of_self_check, option)]
+);
 /// ACME configures this issuer to communicate with a RFC8555 (ACME) server
 /// to obtain signed x509 certificates.
 #[derive(
@@ -12253,81 +7340,16 @@ pub struct ClusterIssuerSpecAcme {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub solvers: ::std::option::Option<::std::vec::Vec<ClusterIssuerSpecAcmeSolvers>>,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecAcme {
-    const NAME: &'static str = "ClusterIssuerSpecAcme";
-    const FIELDS: &'static [&'static str] = &[
-        "caBundle",
-        "disableAccountKeyGeneration",
-        "email",
-        "enableDurationFeature",
-        "externalAccountBinding",
-        "preferredChain",
-        "privateKeySecretRef",
-        "profile",
-        "renewalInformationSource",
-        "server",
-        "skipTLSVerify",
-        "solvers",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        let mut f10 = None;
-        let mut f11 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = Some(map.next_value()?),
-                7 => f7 = map.next_value()?,
-                8 => f8 = map.next_value()?,
-                9 => f9 = Some(map.next_value()?),
-                10 => f10 = map.next_value()?,
-                11 => f11 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            ca_bundle: f0,
-            disable_account_key_generation: f1,
-            email: f2,
-            enable_duration_feature: f3,
-            external_account_binding: f4,
-            preferred_chain: f5,
-            private_key_secret_ref: c::required(f6, "privateKeySecretRef", &map)?,
-            profile: f7,
-            renewal_information_source: f8,
-            server: c::required(f9, "server", &map)?,
-            skip_tls_verify: f10,
-            solvers: f11,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecAcme {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecAcme, [(0, "caBundle", ca_bundle, option), (1,
+    "disableAccountKeyGeneration", disable_account_key_generation, option), (2, "email",
+    email, option), (3, "enableDurationFeature", enable_duration_feature, option), (4,
+    "externalAccountBinding", external_account_binding, option), (5, "preferredChain",
+    preferred_chain, option), (6, "privateKeySecretRef", private_key_secret_ref,
+    required), (7, "profile", profile, option), (8, "renewalInformationSource",
+    renewal_information_source, option), (9, "server", server, required), (10,
+    "skipTLSVerify", skip_tls_verify, option), (11, "solvers", solvers, option_vec)]
+);
 /// CA configures this issuer to sign certificates using a signing CA keypair
 /// stored in a Secret resource.
 /// This is used to build internal PKIs that are managed by cert-manager.
@@ -12374,49 +7396,12 @@ pub struct ClusterIssuerSpecCa {
     #[serde(rename = "secretName")]
     pub secret_name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecCa {
-    const NAME: &'static str = "ClusterIssuerSpecCa";
-    const FIELDS: &'static [&'static str] = &[
-        "crlDistributionPoints",
-        "issuingCertificateURLs",
-        "ocspServers",
-        "secretName",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            crl_distribution_points: f0,
-            issuing_certificate_ur_ls: f1,
-            ocsp_servers: f2,
-            secret_name: c::required(f3, "secretName", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecCa {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecCa, [(0, "crlDistributionPoints", crl_distribution_points,
+    option_vec), (1, "issuingCertificateURLs", issuing_certificate_ur_ls, option_vec),
+    (2, "ocspServers", ocsp_servers, option_vec), (3, "secretName", secret_name,
+    required)]
+);
 /// SelfSigned configures this issuer to 'self sign' certificates using the
 /// private key used to create the CertificateRequest object.
 #[derive(
@@ -12438,35 +7423,10 @@ pub struct ClusterIssuerSpecSelfSigned {
         ::std::vec::Vec<::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecSelfSigned {
-    const NAME: &'static str = "ClusterIssuerSpecSelfSigned";
-    const FIELDS: &'static [&'static str] = &["crlDistributionPoints"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            crl_distribution_points: f0,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecSelfSigned {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecSelfSigned, [(0, "crlDistributionPoints", crl_distribution_points,
+    option_vec)]
+);
 /// Reference to a key in a Secret that contains the App Role secret used
 /// to authenticate with Vault.
 /// The `key` field must be specified and denotes which entry within the Secret
@@ -12488,39 +7448,10 @@ pub struct ClusterIssuerSpecVaultAuthAppRoleSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultAuthAppRoleSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthAppRoleSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthAppRoleSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthAppRoleSecretRef, [(0, "key", key, option), (1, "name",
+    name, required)]
+);
 /// AppRole authenticates with Vault using the App Role auth mechanism,
 /// with the role and secret stored in a Kubernetes Secret resource.
 #[derive(
@@ -12545,41 +7476,10 @@ pub struct ClusterIssuerSpecVaultAuthAppRole {
     #[serde(rename = "secretRef")]
     pub secret_ref: ClusterIssuerSpecVaultAuthAppRoleSecretRef,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVaultAuthAppRole {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthAppRole";
-    const FIELDS: &'static [&'static str] = &["path", "roleId", "secretRef"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            path: c::required(f0, "path", &map)?,
-            role_id: c::required(f1, "roleId", &map)?,
-            secret_ref: c::required(f2, "secretRef", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthAppRole {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthAppRole, [(0, "path", path, required), (1, "roleId",
+    role_id, required), (2, "secretRef", secret_ref, required)]
+);
 /// A reference to a service account that will be used to request a web identity
 /// token for IRSA (IAM Roles for Service Accounts) authentication.
 #[derive(
@@ -12597,39 +7497,10 @@ pub struct ClusterIssuerSpecVaultAuthAwsServiceAccountRef {
     /// Name of the ServiceAccount used to request a token.
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultAuthAwsServiceAccountRef {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthAwsServiceAccountRef";
-    const FIELDS: &'static [&'static str] = &["audiences", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            audiences: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthAwsServiceAccountRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthAwsServiceAccountRef, [(0, "audiences", audiences,
+    option_vec), (1, "name", name, required)]
+);
 /// AWS authenticates with Vault using AWS IAM authentication.
 /// This allows authentication using IAM roles for service accounts (IRSA),
 /// EKS Pod Identity (PIA), or ambient credentials (EC2 instance profiles, ECS task role).
@@ -12682,57 +7553,12 @@ pub struct ClusterIssuerSpecVaultAuthAws {
     )]
     pub vault_header_value: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVaultAuthAws {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthAws";
-    const FIELDS: &'static [&'static str] = &[
-        "iamRoleArn",
-        "mountPath",
-        "region",
-        "role",
-        "serviceAccountRef",
-        "vaultHeaderValue",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = Some(map.next_value()?),
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            iam_role_arn: f0,
-            mount_path: f1,
-            region: f2,
-            role: c::required(f3, "role", &map)?,
-            service_account_ref: f4,
-            vault_header_value: f5,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthAws {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthAws, [(0, "iamRoleArn", iam_role_arn, option), (1,
+    "mountPath", mount_path, option), (2, "region", region, option), (3, "role", role,
+    required), (4, "serviceAccountRef", service_account_ref, option), (5,
+    "vaultHeaderValue", vault_header_value, option)]
+);
 /// ClientCertificate authenticates with Vault by presenting a client
 /// certificate during the request's TLS handshake.
 /// Works only when using HTTPS protocol.
@@ -12766,42 +7592,10 @@ pub struct ClusterIssuerSpecVaultAuthClientCertificate {
     )]
     pub secret_name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultAuthClientCertificate {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthClientCertificate";
-    const FIELDS: &'static [&'static str] = &["mountPath", "name", "secretName"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            mount_path: f0,
-            name: f1,
-            secret_name: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthClientCertificate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthClientCertificate, [(0, "mountPath", mount_path, option),
+    (1, "name", name, option), (2, "secretName", secret_name, option)]
+);
 /// The required Secret field containing a Kubernetes ServiceAccount JWT used
 /// for authenticating with Vault. Use of 'ambient credentials' is not
 /// supported.
@@ -12822,39 +7616,10 @@ pub struct ClusterIssuerSpecVaultAuthKubernetesSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultAuthKubernetesSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthKubernetesSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthKubernetesSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthKubernetesSecretRef, [(0, "key", key, option), (1, "name",
+    name, required)]
+);
 /// A reference to a service account that will be used to request a bound
 /// token (also known as "projected token"). Compared to using "secretRef",
 /// using this field means that you don't rely on statically bound tokens. To
@@ -12875,39 +7640,10 @@ pub struct ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef {
     /// Name of the ServiceAccount used to request a token.
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef";
-    const FIELDS: &'static [&'static str] = &["audiences", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            audiences: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef, [(0, "audiences", audiences,
+    option_vec), (1, "name", name, required)]
+);
 /// Kubernetes authenticates with Vault by passing the ServiceAccount
 /// token stored in the named Secret resource to the Vault server.
 #[derive(
@@ -12953,49 +7689,11 @@ pub struct ClusterIssuerSpecVaultAuthKubernetes {
         ::std::boxed::Box<ClusterIssuerSpecVaultAuthKubernetesServiceAccountRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVaultAuthKubernetes {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthKubernetes";
-    const FIELDS: &'static [&'static str] = &[
-        "mountPath",
-        "role",
-        "secretRef",
-        "serviceAccountRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            mount_path: f0,
-            role: c::required(f1, "role", &map)?,
-            secret_ref: f2,
-            service_account_ref: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthKubernetes {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthKubernetes, [(0, "mountPath", mount_path, option), (1,
+    "role", role, required), (2, "secretRef", secret_ref, option), (3,
+    "serviceAccountRef", service_account_ref, option)]
+);
 /// TokenSecretRef authenticates with Vault by presenting a token.
 #[derive(
     ::std::clone::Clone,
@@ -13014,39 +7712,10 @@ pub struct ClusterIssuerSpecVaultAuthTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultAuthTokenSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuthTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuthTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuthTokenSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// Auth configures how cert-manager authenticates with the Vault server.
 #[derive(
     ::std::clone::Clone,
@@ -13092,53 +7761,11 @@ pub struct ClusterIssuerSpecVaultAuth {
         ::std::boxed::Box<ClusterIssuerSpecVaultAuthTokenSecretRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVaultAuth {
-    const NAME: &'static str = "ClusterIssuerSpecVaultAuth";
-    const FIELDS: &'static [&'static str] = &[
-        "appRole",
-        "aws",
-        "clientCertificate",
-        "kubernetes",
-        "tokenSecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            app_role: f0,
-            aws: f1,
-            client_certificate: f2,
-            kubernetes: f3,
-            token_secret_ref: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultAuth {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultAuth, [(0, "appRole", app_role, option), (1, "aws", aws,
+    option), (2, "clientCertificate", client_certificate, option), (3, "kubernetes",
+    kubernetes, option), (4, "tokenSecretRef", token_secret_ref, option)]
+);
 /// Reference to a Secret containing a bundle of PEM-encoded CAs to use when
 /// verifying the certificate chain presented by Vault when using HTTPS.
 /// Mutually exclusive with CABundle.
@@ -13162,39 +7789,10 @@ pub struct ClusterIssuerSpecVaultCaBundleSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultCaBundleSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecVaultCaBundleSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultCaBundleSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultCaBundleSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// Reference to a Secret containing a PEM-encoded Client Certificate to use when the
 /// Vault server requires mTLS.
 #[derive(
@@ -13214,39 +7812,10 @@ pub struct ClusterIssuerSpecVaultClientCertSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultClientCertSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecVaultClientCertSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultClientCertSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultClientCertSecretRef, [(0, "key", key, option), (1, "name",
+    name, required)]
+);
 /// Reference to a Secret containing a PEM-encoded Client Private Key to use when the
 /// Vault server requires mTLS.
 #[derive(
@@ -13266,39 +7835,10 @@ pub struct ClusterIssuerSpecVaultClientKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVaultClientKeySecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecVaultClientKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVaultClientKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVaultClientKeySecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// Vault configures this issuer to sign certificates using a HashiCorp Vault
 /// PKI backend.
 #[derive(
@@ -13367,69 +7907,14 @@ pub struct ClusterIssuerSpecVault {
     )]
     pub server_name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVault {
-    const NAME: &'static str = "ClusterIssuerSpecVault";
-    const FIELDS: &'static [&'static str] = &[
-        "auth",
-        "caBundle",
-        "caBundleSecretRef",
-        "clientCertSecretRef",
-        "clientKeySecretRef",
-        "namespace",
-        "path",
-        "server",
-        "serverName",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = Some(map.next_value()?),
-                7 => f7 = Some(map.next_value()?),
-                8 => f8 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            auth: c::required(f0, "auth", &map)?,
-            ca_bundle: f1,
-            ca_bundle_secret_ref: f2,
-            client_cert_secret_ref: f3,
-            client_key_secret_ref: f4,
-            namespace: f5,
-            path: c::required(f6, "path", &map)?,
-            server: c::required(f7, "server", &map)?,
-            server_name: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVault {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVault, [(0, "auth", auth, required), (1, "caBundle", ca_bundle,
+    option), (2, "caBundleSecretRef", ca_bundle_secret_ref, option), (3,
+    "clientCertSecretRef", client_cert_secret_ref, option), (4, "clientKeySecretRef",
+    client_key_secret_ref, option), (5, "namespace", namespace, option), (6, "path",
+    path, required), (7, "server", server, required), (8, "serverName", server_name,
+    option)]
+);
 /// APITokenSecretRef is a secret key selector for the CyberArk Certificate Manager SaaS API token.
 #[derive(
     ::std::clone::Clone,
@@ -13448,39 +7933,10 @@ pub struct ClusterIssuerSpecVenafiCloudApiTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVenafiCloudApiTokenSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecVenafiCloudApiTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVenafiCloudApiTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVenafiCloudApiTokenSecretRef, [(0, "key", key, option), (1, "name",
+    name, required)]
+);
 /// Cloud specifies the CyberArk Certificate Manager SaaS configuration settings.
 /// Only one of CyberArk Certificate Manager may be specified.
 #[derive(
@@ -13499,38 +7955,10 @@ pub struct ClusterIssuerSpecVenafiCloud {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub url: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVenafiCloud {
-    const NAME: &'static str = "ClusterIssuerSpecVenafiCloud";
-    const FIELDS: &'static [&'static str] = &["apiTokenSecretRef", "url"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            api_token_secret_ref: c::required(f0, "apiTokenSecretRef", &map)?,
-            url: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVenafiCloud {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVenafiCloud, [(0, "apiTokenSecretRef", api_token_secret_ref,
+    required), (1, "url", url, option)]
+);
 /// CredentialsRef is a reference to a Kubernetes Secret containing the OAuth 2.0
 /// Client ID and Client Secret. The secret must contain the keys 'client-id' and
 /// 'client-secret'.
@@ -13546,36 +7974,9 @@ pub struct ClusterIssuerSpecVenafiNgtsCredentialsRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVenafiNgtsCredentialsRef {
-    const NAME: &'static str = "ClusterIssuerSpecVenafiNgtsCredentialsRef";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVenafiNgtsCredentialsRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVenafiNgtsCredentialsRef, [(0, "name", name, required)]
+);
 /// NGTS specifies Palo Alto Networks Next Generation Trust Services (NGTS) configuration
 /// using OAuth 2.0 Client Credentials. Only one of tpp, cloud, or ngts may be specified.
 #[derive(
@@ -13609,49 +8010,11 @@ pub struct ClusterIssuerSpecVenafiNgts {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub url: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVenafiNgts {
-    const NAME: &'static str = "ClusterIssuerSpecVenafiNgts";
-    const FIELDS: &'static [&'static str] = &[
-        "credentialsRef",
-        "tokenEndpoint",
-        "tsgID",
-        "url",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            credentials_ref: c::required(f0, "credentialsRef", &map)?,
-            token_endpoint: f1,
-            tsg_id: c::required(f2, "tsgID", &map)?,
-            url: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVenafiNgts {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVenafiNgts, [(0, "credentialsRef", credentials_ref, required), (1,
+    "tokenEndpoint", token_endpoint, option), (2, "tsgID", tsg_id, required), (3, "url",
+    url, option)]
+);
 /// Reference to a Secret containing a base64-encoded bundle of PEM CAs
 /// which will be used to validate the certificate chain presented by the CyberArk Certificate Manager Self-Hosted server.
 /// Only used if using HTTPS; ignored for HTTP. Mutually exclusive with CABundle.
@@ -13674,39 +8037,10 @@ pub struct ClusterIssuerSpecVenafiTppCaBundleSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVenafiTppCaBundleSecretRef {
-    const NAME: &'static str = "ClusterIssuerSpecVenafiTppCaBundleSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVenafiTppCaBundleSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVenafiTppCaBundleSecretRef, [(0, "key", key, option), (1, "name",
+    name, required)]
+);
 /// CredentialsRef is a reference to a Secret containing the CyberArk Certificate Manager Self-Hosted API credentials.
 /// The secret must contain the key 'access-token' for the Access Token Authentication,
 /// or two keys, 'username' and 'password' for the API Keys Authentication.
@@ -13722,36 +8056,9 @@ pub struct ClusterIssuerSpecVenafiTppCredentialsRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for ClusterIssuerSpecVenafiTppCredentialsRef {
-    const NAME: &'static str = "ClusterIssuerSpecVenafiTppCredentialsRef";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVenafiTppCredentialsRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVenafiTppCredentialsRef, [(0, "name", name, required)]
+);
 /// TPP specifies CyberArk Certificate Manager Self-Hosted configuration settings.
 /// Only one of CyberArk Certificate Manager may be specified.
 #[derive(
@@ -13789,49 +8096,11 @@ pub struct ClusterIssuerSpecVenafiTpp {
     /// for example: "https://tpp.example.com/vedsdk".
     pub url: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVenafiTpp {
-    const NAME: &'static str = "ClusterIssuerSpecVenafiTpp";
-    const FIELDS: &'static [&'static str] = &[
-        "caBundle",
-        "caBundleSecretRef",
-        "credentialsRef",
-        "url",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            ca_bundle: f0,
-            ca_bundle_secret_ref: f1,
-            credentials_ref: c::required(f2, "credentialsRef", &map)?,
-            url: c::required(f3, "url", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVenafiTpp {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVenafiTpp, [(0, "caBundle", ca_bundle, option), (1,
+    "caBundleSecretRef", ca_bundle_secret_ref, option), (2, "credentialsRef",
+    credentials_ref, required), (3, "url", url, required)]
+);
 /// Venafi configures this issuer to sign certificates using a CyberArk Certificate Manager Self-Hosted
 /// or SaaS policy zone.
 #[derive(
@@ -13860,44 +8129,10 @@ pub struct ClusterIssuerSpecVenafi {
     /// This field is required.
     pub zone: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpecVenafi {
-    const NAME: &'static str = "ClusterIssuerSpecVenafi";
-    const FIELDS: &'static [&'static str] = &["cloud", "ngts", "tpp", "zone"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            cloud: f0,
-            ngts: f1,
-            tpp: f2,
-            zone: c::required(f3, "zone", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerSpecVenafi {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpecVenafi, [(0, "cloud", cloud, option), (1, "ngts", ngts, option), (2,
+    "tpp", tpp, option), (3, "zone", zone, required)]
+);
 /// Desired state of the ClusterIssuer resource.
 #[derive(
     ::std::clone::Clone,
@@ -13934,52 +8169,11 @@ pub struct ClusterIssuerSpec {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub venafi: ::std::option::Option<::std::boxed::Box<ClusterIssuerSpecVenafi>>,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerSpec {
-    const NAME: &'static str = "ClusterIssuerSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "acme",
-        "ca",
-        "selfSigned",
-        "vault",
-        "venafi",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            acme: f0,
-            ca: f1,
-            self_signed: f2,
-            vault: f3,
-            venafi: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ClusterIssuerSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerSpec, [(0, "acme", acme, option), (1, "ca", ca, option), (2,
+    "selfSigned", self_signed, option), (3, "vault", vault, option), (4, "venafi",
+    venafi, option)]
+);
 /// ACME specific status options.
 /// This field should only be set if the Issuer is configured to use an ACME
 /// server to issue certificates.
@@ -14012,45 +8206,10 @@ pub struct ClusterIssuerStatusAcme {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub uri: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerStatusAcme {
-    const NAME: &'static str = "ClusterIssuerStatusAcme";
-    const FIELDS: &'static [&'static str] = &[
-        "lastPrivateKeyHash",
-        "lastRegisteredEmail",
-        "uri",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            last_private_key_hash: f0,
-            last_registered_email: f1,
-            uri: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerStatusAcme {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerStatusAcme, [(0, "lastPrivateKeyHash", last_private_key_hash, option),
+    (1, "lastRegisteredEmail", last_registered_email, option), (2, "uri", uri, option)]
+);
 /// Status of the condition, one of (`True`, `False`, `Unknown`).
 #[derive(
     ::std::clone::Clone,
@@ -14155,57 +8314,12 @@ pub struct ClusterIssuerStatusConditions {
     /// Type of the condition, known values are (`Ready`).
     pub r#type: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerStatusConditions {
-    const NAME: &'static str = "ClusterIssuerStatusConditions";
-    const FIELDS: &'static [&'static str] = &[
-        "lastTransitionTime",
-        "message",
-        "observedGeneration",
-        "reason",
-        "status",
-        "type",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = Some(map.next_value()?),
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            last_transition_time: f0,
-            message: f1,
-            observed_generation: f2,
-            reason: f3,
-            status: c::required(f4, "status", &map)?,
-            r#type: c::required(f5, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerStatusConditions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerStatusConditions, [(0, "lastTransitionTime", last_transition_time,
+    option), (1, "message", message, option), (2, "observedGeneration",
+    observed_generation, option), (3, "reason", reason, option), (4, "status", status,
+    required), (5, "type", r#type, required)]
+);
 /// Status of the ClusterIssuer. This is set and managed automatically.
 #[derive(
     ::std::clone::Clone,
@@ -14227,35 +8341,10 @@ pub struct ClusterIssuerStatus {
         ::std::vec::Vec<ClusterIssuerStatusConditions>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuerStatus {
-    const NAME: &'static str = "ClusterIssuerStatus";
-    const FIELDS: &'static [&'static str] = &["acme", "conditions"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { acme: f0, conditions: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ClusterIssuerStatus {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuerStatus, [(0, "acme", acme, option), (1, "conditions", conditions,
+    option_vec)]
+);
 /// A ClusterIssuer represents a certificate issuing authority which can be
 /// referenced as part of `issuerRef` fields.
 /// It is similar to an Issuer, however it is cluster-scoped and therefore can
@@ -14289,40 +8378,10 @@ impl ::informer_runtime::reexports::serde::Serialize for ClusterIssuer {
         map.end()
     }
 }
-impl ::informer_runtime::codegen::FromFields for ClusterIssuer {
-    const NAME: &'static str = "ClusterIssuer";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec", "status"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            metadata: f0.unwrap_or_default(),
-            spec: c::required(f1, "spec", &map)?,
-            status: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ClusterIssuer {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ClusterIssuer, [(0, "metadata", metadata, default), (1, "spec", spec, required), (2,
+    "status", status, option)]
+);
 impl ::informer_runtime::reexports::kube_core::Resource for ClusterIssuer {
     type DynamicType = ();
     type Scope = ::informer_runtime::reexports::k8s_openapi::ClusterResourceScope;
@@ -14443,39 +8502,10 @@ pub struct IssuerSpecAcmeExternalAccountBindingKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeExternalAccountBindingKeySecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeExternalAccountBindingKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeExternalAccountBindingKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeExternalAccountBindingKeySecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// ExternalAccountBinding is a reference to a CA external account of the ACME
 /// server.
 /// If set, upon registration cert-manager will attempt to associate the given
@@ -14511,41 +8541,10 @@ pub struct IssuerSpecAcmeExternalAccountBinding {
     #[serde(rename = "keySecretRef")]
     pub key_secret_ref: IssuerSpecAcmeExternalAccountBindingKeySecretRef,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeExternalAccountBinding {
-    const NAME: &'static str = "IssuerSpecAcmeExternalAccountBinding";
-    const FIELDS: &'static [&'static str] = &["keyAlgorithm", "keyID", "keySecretRef"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key_algorithm: f0,
-            key_id: c::required(f1, "keyID", &map)?,
-            key_secret_ref: c::required(f2, "keySecretRef", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeExternalAccountBinding {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeExternalAccountBinding, [(0, "keyAlgorithm", key_algorithm, option),
+    (1, "keyID", key_id, required), (2, "keySecretRef", key_secret_ref, required)]
+);
 /// PrivateKey is the name of a Kubernetes Secret resource that will be used to
 /// store the automatically generated ACME account private key.
 /// Optionally, a `key` may be specified to select a specific entry within
@@ -14568,38 +8567,10 @@ pub struct IssuerSpecAcmePrivateKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmePrivateKeySecretRef {
-    const NAME: &'static str = "IssuerSpecAcmePrivateKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmePrivateKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmePrivateKeySecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// RenewalInformationSource allows fetching ACME Renewal Information from the ACME CA
 /// server. Default is `ARI`.
 ///
@@ -14683,39 +8654,10 @@ pub struct IssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// Use the 'ACME DNS' (https://github.com/joohoi/acme-dns) API to manage
 /// DNS01 challenge records.
 #[derive(
@@ -14732,38 +8674,10 @@ pub struct IssuerSpecAcmeSolversDns01AcmeDns {
     pub account_secret_ref: IssuerSpecAcmeSolversDns01AcmeDnsAccountSecretRef,
     pub host: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01AcmeDns {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01AcmeDns";
-    const FIELDS: &'static [&'static str] = &["accountSecretRef", "host"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            account_secret_ref: c::required(f0, "accountSecretRef", &map)?,
-            host: c::required(f1, "host", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01AcmeDns {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01AcmeDns, [(0, "accountSecretRef", account_secret_ref,
+    required), (1, "host", host, required)]
+);
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
 #[derive(
@@ -14783,39 +8697,10 @@ pub struct IssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01AkamaiAccessTokenSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
 #[derive(
@@ -14835,39 +8720,10 @@ pub struct IssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01AkamaiClientSecretSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
 #[derive(
@@ -14887,39 +8743,10 @@ pub struct IssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01AkamaiClientTokenSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// Use the Akamai DNS zone management API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -14944,49 +8771,13 @@ pub struct IssuerSpecAcmeSolversDns01Akamai {
     #[serde(rename = "serviceConsumerDomain")]
     pub service_consumer_domain: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01Akamai {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Akamai";
-    const FIELDS: &'static [&'static str] = &[
-        "accessTokenSecretRef",
-        "clientSecretSecretRef",
-        "clientTokenSecretRef",
-        "serviceConsumerDomain",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            access_token_secret_ref: c::required(f0, "accessTokenSecretRef", &map)?,
-            client_secret_secret_ref: c::required(f1, "clientSecretSecretRef", &map)?,
-            client_token_secret_ref: c::required(f2, "clientTokenSecretRef", &map)?,
-            service_consumer_domain: c::required(f3, "serviceConsumerDomain", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Akamai {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Akamai, [(0, "accessTokenSecretRef",
+    access_token_secret_ref, required), (1, "clientSecretSecretRef",
+    client_secret_secret_ref, required), (2, "clientTokenSecretRef",
+    client_token_secret_ref, required), (3, "serviceConsumerDomain",
+    service_consumer_domain, required)]
+);
 /// Auth: Azure Service Principal:
 /// A reference to a Secret containing the password associated with the Service Principal.
 /// If set, ClientID and TenantID must also be set.
@@ -15007,39 +8798,10 @@ pub struct IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01AzureDnsClientSecretSecretRef, [(0, "key", key, option),
+    (1, "name", name, required)]
+);
 /// name of the Azure environment (default AzurePublicCloud)
 #[derive(
     ::std::clone::Clone,
@@ -15136,42 +8898,10 @@ pub struct IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
     #[serde(rename = "tenantID", skip_serializing_if = "::std::option::Option::is_none")]
     pub tenant_id: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity";
-    const FIELDS: &'static [&'static str] = &["clientID", "resourceID", "tenantID"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            client_id: f0,
-            resource_id: f1,
-            tenant_id: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01AzureDnsManagedIdentity, [(0, "clientID", client_id,
+    option), (1, "resourceID", resource_id, option), (2, "tenantID", tenant_id, option)]
+);
 /// ZoneType determines which type of Azure DNS zone to use.
 ///
 /// Valid values are:
@@ -15311,69 +9041,14 @@ pub struct IssuerSpecAcmeSolversDns01AzureDns {
     #[serde(rename = "zoneType", skip_serializing_if = "::std::option::Option::is_none")]
     pub zone_type: ::std::option::Option<IssuerSpecAcmeSolversDns01AzureDnsZoneType>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01AzureDns {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01AzureDns";
-    const FIELDS: &'static [&'static str] = &[
-        "clientID",
-        "clientSecretSecretRef",
-        "environment",
-        "hostedZoneName",
-        "managedIdentity",
-        "resourceGroupName",
-        "subscriptionID",
-        "tenantID",
-        "zoneType",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = Some(map.next_value()?),
-                6 => f6 = Some(map.next_value()?),
-                7 => f7 = map.next_value()?,
-                8 => f8 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            client_id: f0,
-            client_secret_secret_ref: f1,
-            environment: f2,
-            hosted_zone_name: f3,
-            managed_identity: f4,
-            resource_group_name: c::required(f5, "resourceGroupName", &map)?,
-            subscription_id: c::required(f6, "subscriptionID", &map)?,
-            tenant_id: f7,
-            zone_type: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01AzureDns {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01AzureDns, [(0, "clientID", client_id, option), (1,
+    "clientSecretSecretRef", client_secret_secret_ref, option), (2, "environment",
+    environment, option), (3, "hostedZoneName", hosted_zone_name, option), (4,
+    "managedIdentity", managed_identity, option), (5, "resourceGroupName",
+    resource_group_name, required), (6, "subscriptionID", subscription_id, required), (7,
+    "tenantID", tenant_id, option), (8, "zoneType", zone_type, option)]
+);
 /// A reference to a specific 'key' within a Secret resource.
 /// In some instances, `key` is a required field.
 #[derive(
@@ -15393,39 +9068,10 @@ pub struct IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef, [(0, "key", key, option),
+    (1, "name", name, required)]
+);
 /// Use the Google Cloud DNS API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -15454,45 +9100,11 @@ pub struct IssuerSpecAcmeSolversDns01CloudDns {
         ::std::boxed::Box<IssuerSpecAcmeSolversDns01CloudDnsServiceAccountSecretRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01CloudDns {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01CloudDns";
-    const FIELDS: &'static [&'static str] = &[
-        "hostedZoneName",
-        "project",
-        "serviceAccountSecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            hosted_zone_name: f0,
-            project: c::required(f1, "project", &map)?,
-            service_account_secret_ref: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01CloudDns {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01CloudDns, [(0, "hostedZoneName", hosted_zone_name, option),
+    (1, "project", project, required), (2, "serviceAccountSecretRef",
+    service_account_secret_ref, option)]
+);
 /// API key to use to authenticate with Cloudflare.
 /// Note: using an API token to authenticate is now the recommended method
 /// as it allows greater control of permissions.
@@ -15513,39 +9125,10 @@ pub struct IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01CloudflareApiKeySecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// API token used to authenticate with Cloudflare.
 #[derive(
     ::std::clone::Clone,
@@ -15564,39 +9147,10 @@ pub struct IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01CloudflareApiTokenSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// Use the Cloudflare API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -15628,45 +9182,11 @@ pub struct IssuerSpecAcmeSolversDns01Cloudflare {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub email: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01Cloudflare {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Cloudflare";
-    const FIELDS: &'static [&'static str] = &[
-        "apiKeySecretRef",
-        "apiTokenSecretRef",
-        "email",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            api_key_secret_ref: f0,
-            api_token_secret_ref: f1,
-            email: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Cloudflare {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Cloudflare, [(0, "apiKeySecretRef", api_key_secret_ref,
+    option), (1, "apiTokenSecretRef", api_token_secret_ref, option), (2, "email", email,
+    option)]
+);
 /// CNAMEStrategy configures how the DNS01 provider should handle CNAME
 /// records when found in DNS zones.
 #[derive(
@@ -15748,39 +9268,10 @@ pub struct IssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// Use the DigitalOcean DNS API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -15795,35 +9286,10 @@ pub struct IssuerSpecAcmeSolversDns01Digitalocean {
     #[serde(rename = "tokenSecretRef")]
     pub token_secret_ref: IssuerSpecAcmeSolversDns01DigitaloceanTokenSecretRef,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01Digitalocean {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Digitalocean";
-    const FIELDS: &'static [&'static str] = &["tokenSecretRef"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            token_secret_ref: c::required(f0, "tokenSecretRef", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Digitalocean {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Digitalocean, [(0, "tokenSecretRef", token_secret_ref,
+    required)]
+);
 /// Protocol to use for dynamic DNS update queries. Valid values are (case-sensitive) ``TCP`` and ``UDP``; ``UDP`` (default).
 #[derive(
     ::std::clone::Clone,
@@ -15904,39 +9370,10 @@ pub struct IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// Use RFC2136 ("Dynamic Updates in the Domain Name System") (https://datatracker.ietf.org/doc/rfc2136/)
 /// to manage DNS01 challenge records.
 #[derive(
@@ -15981,53 +9418,12 @@ pub struct IssuerSpecAcmeSolversDns01Rfc2136 {
         ::std::boxed::Box<IssuerSpecAcmeSolversDns01Rfc2136TsigSecretSecretRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01Rfc2136 {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Rfc2136";
-    const FIELDS: &'static [&'static str] = &[
-        "nameserver",
-        "protocol",
-        "tsigAlgorithm",
-        "tsigKeyName",
-        "tsigSecretSecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            nameserver: c::required(f0, "nameserver", &map)?,
-            protocol: f1,
-            tsig_algorithm: f2,
-            tsig_key_name: f3,
-            tsig_secret_secret_ref: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Rfc2136 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Rfc2136, [(0, "nameserver", nameserver, required), (1,
+    "protocol", protocol, option), (2, "tsigAlgorithm", tsig_algorithm, option), (3,
+    "tsigKeyName", tsig_key_name, option), (4, "tsigSecretSecretRef",
+    tsig_secret_secret_ref, option)]
+);
 /// The SecretAccessKey is used for authentication. If set, pull the AWS
 /// access key ID from a key within a Kubernetes Secret.
 /// Cannot be set when AccessKeyID is set.
@@ -16051,39 +9447,10 @@ pub struct IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Route53AccessKeyIdSecretRef, [(0, "key", key, option), (1,
+    "name", name, required)]
+);
 /// A reference to a service account that will be used to request a bound
 /// token (also known as "projected token"). To use this field, you must
 /// configure an RBAC rule to let cert-manager request a token.
@@ -16104,39 +9471,10 @@ pub struct IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
     /// Name of the ServiceAccount used to request a token.
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef";
-    const FIELDS: &'static [&'static str] = &["audiences", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            audiences: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef, [(0, "audiences",
+    audiences, option_vec), (1, "name", name, required)]
+);
 /// Kubernetes authenticates with Route53 using AssumeRoleWithWebIdentity
 /// by passing a bound ServiceAccount token.
 #[derive(
@@ -16153,36 +9491,10 @@ pub struct IssuerSpecAcmeSolversDns01Route53AuthKubernetes {
     #[serde(rename = "serviceAccountRef")]
     pub service_account_ref: IssuerSpecAcmeSolversDns01Route53AuthKubernetesServiceAccountRef,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01Route53AuthKubernetes {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Route53AuthKubernetes";
-    const FIELDS: &'static [&'static str] = &["serviceAccountRef"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            service_account_ref: c::required(f0, "serviceAccountRef", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Route53AuthKubernetes {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Route53AuthKubernetes, [(0, "serviceAccountRef",
+    service_account_ref, required)]
+);
 /// Auth configures how cert-manager authenticates.
 #[derive(
     ::std::clone::Clone,
@@ -16196,35 +9508,9 @@ pub struct IssuerSpecAcmeSolversDns01Route53Auth {
     /// by passing a bound ServiceAccount token.
     pub kubernetes: IssuerSpecAcmeSolversDns01Route53AuthKubernetes,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01Route53Auth {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Route53Auth";
-    const FIELDS: &'static [&'static str] = &["kubernetes"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            kubernetes: c::required(f0, "kubernetes", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Route53Auth {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Route53Auth, [(0, "kubernetes", kubernetes, required)]
+);
 /// The SecretAccessKey is used for authentication.
 /// If neither the Access Key nor Key ID are set, we fall back to using env
 /// vars, shared credentials file, or AWS Instance metadata,
@@ -16246,39 +9532,10 @@ pub struct IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef, [(0, "key", key, option),
+    (1, "name", name, required)]
+);
 /// Use the AWS Route53 API to manage DNS01 challenge records.
 #[derive(
     ::std::clone::Clone,
@@ -16362,61 +9619,13 @@ pub struct IssuerSpecAcmeSolversDns01Route53 {
         ::std::boxed::Box<IssuerSpecAcmeSolversDns01Route53SecretAccessKeySecretRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01Route53 {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Route53";
-    const FIELDS: &'static [&'static str] = &[
-        "accessKeyID",
-        "accessKeyIDSecretRef",
-        "auth",
-        "hostedZoneID",
-        "region",
-        "role",
-        "secretAccessKeySecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            access_key_id: f0,
-            access_key_id_secret_ref: f1,
-            auth: f2,
-            hosted_zone_id: f3,
-            region: f4,
-            role: f5,
-            secret_access_key_secret_ref: f6,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Route53 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Route53, [(0, "accessKeyID", access_key_id, option), (1,
+    "accessKeyIDSecretRef", access_key_id_secret_ref, option), (2, "auth", auth, option),
+    (3, "hostedZoneID", hosted_zone_id, option), (4, "region", region, option), (5,
+    "role", role, option), (6, "secretAccessKeySecretRef", secret_access_key_secret_ref,
+    option)]
+);
 /// Configure an external webhook based DNS01 challenge solver to manage
 /// DNS01 challenge records.
 #[derive(
@@ -16449,41 +9658,10 @@ pub struct IssuerSpecAcmeSolversDns01Webhook {
     #[serde(rename = "solverName")]
     pub solver_name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01Webhook {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01Webhook";
-    const FIELDS: &'static [&'static str] = &["config", "groupName", "solverName"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            config: f0,
-            group_name: c::required(f1, "groupName", &map)?,
-            solver_name: c::required(f2, "solverName", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01Webhook {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01Webhook, [(0, "config", config, option), (1, "groupName",
+    group_name, required), (2, "solverName", solver_name, required)]
+);
 /// Configures cert-manager to attempt to complete authorizations by
 /// performing the DNS01 challenge flow.
 #[derive(
@@ -16559,77 +9737,14 @@ pub struct IssuerSpecAcmeSolversDns01 {
         ::std::boxed::Box<IssuerSpecAcmeSolversDns01Webhook>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversDns01 {
-    const NAME: &'static str = "IssuerSpecAcmeSolversDns01";
-    const FIELDS: &'static [&'static str] = &[
-        "acmeDNS",
-        "akamai",
-        "azureDNS",
-        "cloudDNS",
-        "cloudflare",
-        "cnameStrategy",
-        "digitalocean",
-        "nameservers",
-        "rfc2136",
-        "route53",
-        "webhook",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        let mut f10 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                8 => f8 = map.next_value()?,
-                9 => f9 = map.next_value()?,
-                10 => f10 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            acme_dns: f0,
-            akamai: f1,
-            azure_dns: f2,
-            cloud_dns: f3,
-            cloudflare: f4,
-            cname_strategy: f5,
-            digitalocean: f6,
-            nameservers: f7,
-            rfc2136: f8,
-            route53: f9,
-            webhook: f10,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversDns01 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversDns01, [(0, "acmeDNS", acme_dns, option), (1, "akamai", akamai,
+    option), (2, "azureDNS", azure_dns, option), (3, "cloudDNS", cloud_dns, option), (4,
+    "cloudflare", cloudflare, option), (5, "cnameStrategy", cname_strategy, option), (6,
+    "digitalocean", digitalocean, option), (7, "nameservers", nameservers, option_vec),
+    (8, "rfc2136", rfc2136, option), (9, "route53", route53, option), (10, "webhook",
+    webhook, option)]
+);
 /// ParentReference identifies an API object (usually a Gateway) that can be considered
 /// a parent of this resource (usually a route). There are two kinds of parent resources
 /// with "Core" support:
@@ -16762,58 +9877,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
     )]
     pub section_name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs";
-    const FIELDS: &'static [&'static str] = &[
-        "group",
-        "kind",
-        "name",
-        "namespace",
-        "port",
-        "sectionName",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            group: f0,
-            kind: f1,
-            name: c::required(f2, "name", &map)?,
-            namespace: f3,
-            port: f4,
-            section_name: f5,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRouteParentRefs, [(0, "group", group, option),
+    (1, "kind", kind, option), (2, "name", name, required), (3, "namespace", namespace,
+    option), (4, "port", port, option), (5, "sectionName", section_name, option)]
+);
 /// ObjectMeta overrides for the pod used to solve HTTP01 challenges.
 /// Only the 'labels' and 'annotations' fields may be set.
 /// If labels or annotations overlap with in-built values, the values here
@@ -16837,39 +9905,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata";
-    const FIELDS: &'static [&'static str] = &["annotations", "labels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            annotations: f0,
-            labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateMetadata, [(0, "annotations",
+    annotations, option), (1, "labels", labels, option)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -16893,42 +9932,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -16952,42 +9960,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -17018,39 +9995,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchFields"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_fields: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchFields",
+    match_fields, option_vec)]
+);
 /// An empty preferred scheduling term matches all objects with implicit weight 0
 /// (i.e. it's a no-op). A null preferred scheduling term matches no objects (i.e. is also a no-op).
 #[derive(
@@ -17066,39 +10015,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     /// Weight associated with matching the corresponding nodeSelectorTerm, in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["preference", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preference: c::required(f0, "preference", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "preference", preference, required), (1, "weight", weight, required)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -17122,42 +10042,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -17181,42 +10070,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A null or empty node selector term matches no objects. The requirements of
 /// them are ANDed.
 /// The TopologySelectorTerm type implements a subset of the NodeSelectorTerm.
@@ -17249,39 +10107,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchFields"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_fields: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchFields",
+    match_fields, option_vec)]
+);
 /// If the affinity requirements specified by this field are not met at
 /// scheduling time, the pod will not be scheduled onto the node.
 /// If the affinity requirements specified by this field cease to be met
@@ -17301,36 +10131,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
         IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["nodeSelectorTerms"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(c::next_vec_exact(&mut map)?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            node_selector_terms: c::required(f0, "nodeSelectorTerms", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "nodeSelectorTerms", node_selector_terms, required_vec)]
+);
 /// Describes node affinity scheduling rules for the pod.
 #[derive(
     ::std::clone::Clone,
@@ -17373,42 +10177,13 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNod
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityNodeAffinity, [(0,
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -17431,42 +10206,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -17498,39 +10242,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -17553,42 +10269,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -17623,39 +10308,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Required. A pod affinity term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -17732,58 +10389,13 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)
 #[derive(
     ::std::clone::Clone,
@@ -17800,39 +10412,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["podAffinityTerm", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            pod_affinity_term: c::required(f0, "podAffinityTerm", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "podAffinityTerm", pod_affinity_term, required), (1, "weight", weight,
+    required)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -17855,42 +10439,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -17922,39 +10475,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -17977,42 +10502,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -18047,39 +10541,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Defines a set of pods (namely those matching the labelSelector
 /// relative to the given namespace(s)) that this pod should be
 /// co-located (affinity) or not co-located (anti-affinity) with,
@@ -18161,58 +10627,13 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s)).
 #[derive(
     ::std::clone::Clone,
@@ -18257,42 +10678,13 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAffinity, [(0,
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option_vec)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -18315,42 +10707,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -18382,39 +10743,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -18437,42 +10770,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -18507,39 +10809,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Required. A pod affinity term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -18616,58 +10890,13 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)
 #[derive(
     ::std::clone::Clone,
@@ -18684,39 +10913,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     /// in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["podAffinityTerm", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            pod_affinity_term: c::required(f0, "podAffinityTerm", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "podAffinityTerm", pod_affinity_term, required), (1, "weight", weight,
+    required)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -18739,42 +10940,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -18806,39 +10976,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -18861,42 +11003,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -18931,39 +11042,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Defines a set of pods (namely those matching the labelSelector
 /// relative to the given namespace(s)) that this pod should be
 /// co-located (affinity) or not co-located (anti-affinity) with,
@@ -19045,58 +11128,13 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
 #[derive(
     ::std::clone::Clone,
@@ -19141,42 +11179,13 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPod
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinityPodAntiAffinity,
+    [(0, "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option_vec)]
+);
 /// If specified, the pod's scheduling constraints
 #[derive(
     ::std::clone::Clone,
@@ -19217,46 +11226,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "nodeAffinity",
-        "podAffinity",
-        "podAntiAffinity",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            node_affinity: f0,
-            pod_affinity: f1,
-            pod_anti_affinity: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecAffinity, [(0,
+    "nodeAffinity", node_affinity, option), (1, "podAffinity", pod_affinity, option), (2,
+    "podAntiAffinity", pod_anti_affinity, option)]
+);
 /// LocalObjectReference contains enough information to let you locate the
 /// referenced object inside the same namespace.
 #[derive(
@@ -19277,34 +11251,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSe
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { name: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecImagePullSecrets, [(0,
+    "name", name, option)]
+);
 /// If specified, the pod's resource requirements.
 /// These values override the global resource configuration flags.
 /// Note that when only specifying resource limits, ensure they are greater than or equal
@@ -19340,36 +11290,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources";
-    const FIELDS: &'static [&'static str] = &["limits", "requests"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { limits: f0, requests: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecResources, [(0, "limits",
+    limits, option), (1, "requests", requests, option)]
+);
 /// The SELinux context to be applied to all containers.
 /// If unspecified, the container runtime will allocate a random SELinux context for each
 /// container.  May also be set in SecurityContext.  If set in
@@ -19397,45 +11321,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub user: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions";
-    const FIELDS: &'static [&'static str] = &["level", "role", "type", "user"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            level: f0,
-            role: f1,
-            r#type: f2,
-            user: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeLinuxOptions,
+    [(0, "level", level, option), (1, "role", role, option), (2, "type", r#type, option),
+    (3, "user", user, option)]
+);
 /// The seccomp options to use by the containers in this pod.
 /// Note that this field cannot be set when spec.os.name is windows.
 #[derive(
@@ -19463,39 +11353,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
     /// Unconfined - no profile should be applied.
     pub r#type: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile";
-    const FIELDS: &'static [&'static str] = &["localhostProfile", "type"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            localhost_profile: f0,
-            r#type: c::required(f1, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSeccompProfile,
+    [(0, "localhostProfile", localhost_profile, option), (1, "type", r#type, required)]
+);
 /// Sysctl defines a kernel parameter to be set
 #[derive(
     ::std::clone::Clone,
@@ -19510,39 +11371,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
     /// Value of a property to set
     pub value: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls";
-    const FIELDS: &'static [&'static str] = &["name", "value"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-            value: c::required(f1, "value", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContextSysctls,
+    [(0, "name", name, required), (1, "value", value, required)]
+);
 /// If specified, the pod's security context
 #[derive(
     ::std::clone::Clone,
@@ -19657,70 +11489,15 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityCon
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext";
-    const FIELDS: &'static [&'static str] = &[
-        "fsGroup",
-        "fsGroupChangePolicy",
-        "runAsGroup",
-        "runAsNonRoot",
-        "runAsUser",
-        "seLinuxOptions",
-        "seccompProfile",
-        "supplementalGroups",
-        "sysctls",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                8 => f8 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            fs_group: f0,
-            fs_group_change_policy: f1,
-            run_as_group: f2,
-            run_as_non_root: f3,
-            run_as_user: f4,
-            se_linux_options: f5,
-            seccomp_profile: f6,
-            supplemental_groups: f7,
-            sysctls: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecSecurityContext, [(0,
+    "fsGroup", fs_group, option), (1, "fsGroupChangePolicy", fs_group_change_policy,
+    option), (2, "runAsGroup", run_as_group, option), (3, "runAsNonRoot",
+    run_as_non_root, option), (4, "runAsUser", run_as_user, option), (5,
+    "seLinuxOptions", se_linux_options, option), (6, "seccompProfile", seccomp_profile,
+    option), (7, "supplementalGroups", supplemental_groups, option_vec), (8, "sysctls",
+    sysctls, option_vec)]
+);
 /// The pod this Toleration is attached to tolerates any taint that matches
 /// the triple <key,value,effect> using the matching operator <operator>.
 #[derive(
@@ -19760,54 +11537,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub value: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations";
-    const FIELDS: &'static [&'static str] = &[
-        "effect",
-        "key",
-        "operator",
-        "tolerationSeconds",
-        "value",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            effect: f0,
-            key: f1,
-            operator: f2,
-            toleration_seconds: f3,
-            value: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpecTolerations, [(0, "effect",
+    effect, option), (1, "key", key, option), (2, "operator", operator, option), (3,
+    "tolerationSeconds", toleration_seconds, option), (4, "value", value, option)]
+);
 /// PodSpec defines overrides for the HTTP01 challenge solver pod.
 /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
 /// All other fields will be ignored.
@@ -19888,66 +11622,14 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "affinity",
-        "imagePullSecrets",
-        "nodeSelector",
-        "priorityClassName",
-        "resources",
-        "securityContext",
-        "serviceAccountName",
-        "tolerations",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            affinity: f0,
-            image_pull_secrets: f1,
-            node_selector: f2,
-            priority_class_name: f3,
-            resources: f4,
-            security_context: f5,
-            service_account_name: f6,
-            tolerations: f7,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec, [(0, "affinity",
+    affinity, option), (1, "imagePullSecrets", image_pull_secrets, option_vec), (2,
+    "nodeSelector", node_selector, option), (3, "priorityClassName", priority_class_name,
+    option), (4, "resources", resources, option), (5, "securityContext",
+    security_context, option), (6, "serviceAccountName", service_account_name, option),
+    (7, "tolerations", tolerations, option_vec)]
+);
 /// Optional pod template used to configure the ACME challenge solver pods
 /// used for HTTP01 challenges.
 #[derive(
@@ -19974,36 +11656,10 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
         ::std::boxed::Box<IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplateSpec>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { metadata: f0, spec: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoutePodTemplate, [(0, "metadata", metadata,
+    option), (1, "spec", spec, option)]
+);
 /// The Gateway API is a sig-network community API that models service networking
 /// in Kubernetes (https://gateway-api.sigs.k8s.io/). The Gateway solver will
 /// create HTTPRoutes with the specified labels in the same namespace as the challenge.
@@ -20050,50 +11706,11 @@ pub struct IssuerSpecAcmeSolversHttp01GatewayHttpRoute {
     )]
     pub service_type: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoute {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01GatewayHttpRoute";
-    const FIELDS: &'static [&'static str] = &[
-        "labels",
-        "parentRefs",
-        "podTemplate",
-        "serviceType",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            labels: f0,
-            parent_refs: f1,
-            pod_template: f2,
-            service_type: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01GatewayHttpRoute {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01GatewayHttpRoute, [(0, "labels", labels, option), (1,
+    "parentRefs", parent_refs, option_vec), (2, "podTemplate", pod_template, option), (3,
+    "serviceType", service_type, option)]
+);
 /// ObjectMeta overrides for the ingress used to solve HTTP01 challenges.
 /// Only the 'labels' and 'annotations' fields may be set.
 /// If labels or annotations overlap with in-built values, the values here
@@ -20117,39 +11734,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata";
-    const FIELDS: &'static [&'static str] = &["annotations", "labels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            annotations: f0,
-            labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata, [(0, "annotations",
+    annotations, option), (1, "labels", labels, option)]
+);
 /// Optional ingress template used to configure the ACME challenge solver
 /// ingress used for HTTP01 challenges.
 #[derive(
@@ -20169,34 +11757,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressIngressTemplate {
         ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressIngressTemplateMetadata>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressIngressTemplate {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressIngressTemplate";
-    const FIELDS: &'static [&'static str] = &["metadata"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { metadata: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressIngressTemplate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressIngressTemplate, [(0, "metadata", metadata,
+    option)]
+);
 /// ObjectMeta overrides for the pod used to solve HTTP01 challenges.
 /// Only the 'labels' and 'annotations' fields may be set.
 /// If labels or annotations overlap with in-built values, the values here
@@ -20220,39 +11784,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata";
-    const FIELDS: &'static [&'static str] = &["annotations", "labels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            annotations: f0,
-            labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateMetadata, [(0, "annotations",
+    annotations, option), (1, "labels", labels, option)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -20276,42 +11811,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -20335,42 +11839,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreferenceMatchFields,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -20401,39 +11874,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchFields"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_fields: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecutionPreference,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchFields",
+    match_fields, option_vec)]
+);
 /// An empty preferred scheduling term matches all objects with implicit weight 0
 /// (i.e. it's a no-op). A null preferred scheduling term matches no objects (i.e. is also a no-op).
 #[derive(
@@ -20449,39 +11894,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     /// Weight associated with matching the corresponding nodeSelectorTerm, in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["preference", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preference: c::required(f0, "preference", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "preference", preference, required), (1, "weight", weight, required)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -20505,42 +11921,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A node selector requirement is a selector that contains values, a key, and an operator
 /// that relates the key and values.
 #[derive(
@@ -20564,42 +11949,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTermsMatchFields,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A null or empty node selector term matches no objects. The requirements of
 /// them are ANDed.
 /// The TopologySelectorTerm type implements a subset of the NodeSelectorTerm.
@@ -20632,39 +11986,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchFields"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_fields: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchFields",
+    match_fields, option_vec)]
+);
 /// If the affinity requirements specified by this field are not met at
 /// scheduling time, the pod will not be scheduled onto the node.
 /// If the affinity requirements specified by this field cease to be met
@@ -20684,36 +12010,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
         IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecutionNodeSelectorTerms,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["nodeSelectorTerms"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(c::next_vec_exact(&mut map)?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            node_selector_terms: c::required(f0, "nodeSelectorTerms", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "nodeSelectorTerms", node_selector_terms, required_vec)]
+);
 /// Describes node affinity scheduling rules for the pod.
 #[derive(
     ::std::clone::Clone,
@@ -20756,42 +12056,13 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityNodeAffinity, [(0,
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -20814,42 +12085,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -20881,39 +12121,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -20936,42 +12148,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -21006,39 +12187,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Required. A pod affinity term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -21115,58 +12268,13 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)
 #[derive(
     ::std::clone::Clone,
@@ -21183,39 +12291,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityP
     /// in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["podAffinityTerm", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            pod_affinity_term: c::required(f0, "podAffinityTerm", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "podAffinityTerm", pod_affinity_term, required), (1, "weight", weight,
+    required)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -21238,42 +12318,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -21305,39 +12354,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -21360,42 +12381,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -21430,39 +12420,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Defines a set of pods (namely those matching the labelSelector
 /// relative to the given namespace(s)) that this pod should be
 /// co-located (affinity) or not co-located (anti-affinity) with,
@@ -21544,58 +12506,13 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityR
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s)).
 #[derive(
     ::std::clone::Clone,
@@ -21640,42 +12557,13 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity 
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAffinity, [(0,
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option_vec)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -21698,42 +12586,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -21765,39 +12622,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -21820,42 +12649,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -21890,39 +12688,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTermNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Required. A pod affinity term, associated with the corresponding weight.
 #[derive(
     ::std::clone::Clone,
@@ -21999,58 +12769,13 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecutionPodAffinityTerm,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)
 #[derive(
     ::std::clone::Clone,
@@ -22067,39 +12792,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     /// in the range 1-100.
     pub weight: i32,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &["podAffinityTerm", "weight"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            pod_affinity_term: c::required(f0, "podAffinityTerm", &map)?,
-            weight: c::required(f1, "weight", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityPreferredDuringSchedulingIgnoredDuringExecution,
+    [(0, "podAffinityTerm", pod_affinity_term, required), (1, "weight", weight,
+    required)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -22122,42 +12819,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over a set of resources, in this case pods.
 /// If it's null, this PodAffinityTerm matches with no Pods.
 #[derive(
@@ -22189,39 +12855,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionLabelSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// A label selector requirement is a selector that contains values, a key, and an operator that
 /// relates the key and values.
 #[derive(
@@ -22244,42 +12882,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelectorMatchExpressions,
+    [(0, "key", key, required), (1, "operator", operator, required), (2, "values",
+    values, option_vec)]
+);
 /// A label query over the set of namespaces that the term applies to.
 /// The term is applied to the union of the namespaces selected by this field
 /// and the ones listed in the namespaces field.
@@ -22314,39 +12921,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecutionNamespaceSelector,
+    [(0, "matchExpressions", match_expressions, option_vec), (1, "matchLabels",
+    match_labels, option)]
+);
 /// Defines a set of pods (namely those matching the labelSelector
 /// relative to the given namespace(s)) that this pod should be
 /// co-located (affinity) or not co-located (anti-affinity) with,
@@ -22428,58 +13007,13 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
     #[serde(rename = "topologyKey")]
     pub topology_key: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution";
-    const FIELDS: &'static [&'static str] = &[
-        "labelSelector",
-        "matchLabelKeys",
-        "mismatchLabelKeys",
-        "namespaceSelector",
-        "namespaces",
-        "topologyKey",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = c::next_option_vec_exact(&mut map)?,
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            label_selector: f0,
-            match_label_keys: f1,
-            mismatch_label_keys: f2,
-            namespace_selector: f3,
-            namespaces: f4,
-            topology_key: c::required(f5, "topologyKey", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinityRequiredDuringSchedulingIgnoredDuringExecution,
+    [(0, "labelSelector", label_selector, option), (1, "matchLabelKeys",
+    match_label_keys, option_vec), (2, "mismatchLabelKeys", mismatch_label_keys,
+    option_vec), (3, "namespaceSelector", namespace_selector, option), (4, "namespaces",
+    namespaces, option_vec), (5, "topologyKey", topology_key, required)]
+);
 /// Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s)).
 #[derive(
     ::std::clone::Clone,
@@ -22524,42 +13058,13 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffin
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            preferred_during_scheduling_ignored_during_execution: f0,
-            required_during_scheduling_ignored_during_execution: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinityPodAntiAffinity, [(0,
+    "preferredDuringSchedulingIgnoredDuringExecution",
+    preferred_during_scheduling_ignored_during_execution, option_vec), (1,
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    required_during_scheduling_ignored_during_execution, option_vec)]
+);
 /// If specified, the pod's scheduling constraints
 #[derive(
     ::std::clone::Clone,
@@ -22600,46 +13105,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity";
-    const FIELDS: &'static [&'static str] = &[
-        "nodeAffinity",
-        "podAffinity",
-        "podAntiAffinity",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            node_affinity: f0,
-            pod_affinity: f1,
-            pod_anti_affinity: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecAffinity, [(0, "nodeAffinity",
+    node_affinity, option), (1, "podAffinity", pod_affinity, option), (2,
+    "podAntiAffinity", pod_anti_affinity, option)]
+);
 /// LocalObjectReference contains enough information to let you locate the
 /// referenced object inside the same namespace.
 #[derive(
@@ -22660,34 +13130,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { name: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecImagePullSecrets, [(0, "name", name,
+    option)]
+);
 /// If specified, the pod's resource requirements.
 /// These values override the global resource configuration flags.
 /// Note that when only specifying resource limits, ensure they are greater than or equal
@@ -22723,36 +13169,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources";
-    const FIELDS: &'static [&'static str] = &["limits", "requests"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { limits: f0, requests: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecResources, [(0, "limits", limits,
+    option), (1, "requests", requests, option)]
+);
 /// The SELinux context to be applied to all containers.
 /// If unspecified, the container runtime will allocate a random SELinux context for each
 /// container.  May also be set in SecurityContext.  If set in
@@ -22780,45 +13200,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLin
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub user: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions";
-    const FIELDS: &'static [&'static str] = &["level", "role", "type", "user"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            level: f0,
-            role: f1,
-            r#type: f2,
-            user: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeLinuxOptions, [(0,
+    "level", level, option), (1, "role", role, option), (2, "type", r#type, option), (3,
+    "user", user, option)]
+);
 /// The seccomp options to use by the containers in this pod.
 /// Note that this field cannot be set when spec.os.name is windows.
 #[derive(
@@ -22846,39 +13232,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSecco
     /// Unconfined - no profile should be applied.
     pub r#type: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile";
-    const FIELDS: &'static [&'static str] = &["localhostProfile", "type"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            localhost_profile: f0,
-            r#type: c::required(f1, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSeccompProfile, [(0,
+    "localhostProfile", localhost_profile, option), (1, "type", r#type, required)]
+);
 /// Sysctl defines a kernel parameter to be set
 #[derive(
     ::std::clone::Clone,
@@ -22893,39 +13250,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysct
     /// Value of a property to set
     pub value: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls";
-    const FIELDS: &'static [&'static str] = &["name", "value"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-            value: c::required(f1, "value", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContextSysctls, [(0, "name",
+    name, required), (1, "value", value, required)]
+);
 /// If specified, the pod's security context
 #[derive(
     ::std::clone::Clone,
@@ -23040,70 +13368,14 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
         >,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext";
-    const FIELDS: &'static [&'static str] = &[
-        "fsGroup",
-        "fsGroupChangePolicy",
-        "runAsGroup",
-        "runAsNonRoot",
-        "runAsUser",
-        "seLinuxOptions",
-        "seccompProfile",
-        "supplementalGroups",
-        "sysctls",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                8 => f8 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            fs_group: f0,
-            fs_group_change_policy: f1,
-            run_as_group: f2,
-            run_as_non_root: f3,
-            run_as_user: f4,
-            se_linux_options: f5,
-            seccomp_profile: f6,
-            supplemental_groups: f7,
-            sysctls: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecSecurityContext, [(0, "fsGroup",
+    fs_group, option), (1, "fsGroupChangePolicy", fs_group_change_policy, option), (2,
+    "runAsGroup", run_as_group, option), (3, "runAsNonRoot", run_as_non_root, option),
+    (4, "runAsUser", run_as_user, option), (5, "seLinuxOptions", se_linux_options,
+    option), (6, "seccompProfile", seccomp_profile, option), (7, "supplementalGroups",
+    supplemental_groups, option_vec), (8, "sysctls", sysctls, option_vec)]
+);
 /// The pod this Toleration is attached to tolerates any taint that matches
 /// the triple <key,value,effect> using the matching operator <operator>.
 #[derive(
@@ -23143,54 +13415,11 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub value: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations";
-    const FIELDS: &'static [&'static str] = &[
-        "effect",
-        "key",
-        "operator",
-        "tolerationSeconds",
-        "value",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            effect: f0,
-            key: f1,
-            operator: f2,
-            toleration_seconds: f3,
-            value: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations, [(0, "effect", effect,
+    option), (1, "key", key, option), (2, "operator", operator, option), (3,
+    "tolerationSeconds", toleration_seconds, option), (4, "value", value, option)]
+);
 /// PodSpec defines overrides for the HTTP01 challenge solver pod.
 /// Check ACMEChallengeSolverHTTP01IngressPodSpec to find out currently supported fields.
 /// All other fields will be ignored.
@@ -23265,66 +13494,14 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
         ::std::vec::Vec<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpecTolerations>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "affinity",
-        "imagePullSecrets",
-        "nodeSelector",
-        "priorityClassName",
-        "resources",
-        "securityContext",
-        "serviceAccountName",
-        "tolerations",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            affinity: f0,
-            image_pull_secrets: f1,
-            node_selector: f2,
-            priority_class_name: f3,
-            resources: f4,
-            security_context: f5,
-            service_account_name: f6,
-            tolerations: f7,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec, [(0, "affinity", affinity,
+    option), (1, "imagePullSecrets", image_pull_secrets, option_vec), (2, "nodeSelector",
+    node_selector, option), (3, "priorityClassName", priority_class_name, option), (4,
+    "resources", resources, option), (5, "securityContext", security_context, option),
+    (6, "serviceAccountName", service_account_name, option), (7, "tolerations",
+    tolerations, option_vec)]
+);
 /// Optional pod template used to configure the ACME challenge solver pods
 /// used for HTTP01 challenges.
 #[derive(
@@ -23351,36 +13528,10 @@ pub struct IssuerSpecAcmeSolversHttp01IngressPodTemplate {
         ::std::boxed::Box<IssuerSpecAcmeSolversHttp01IngressPodTemplateSpec>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecAcmeSolversHttp01IngressPodTemplate {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01IngressPodTemplate";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { metadata: f0, spec: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01IngressPodTemplate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01IngressPodTemplate, [(0, "metadata", metadata, option),
+    (1, "spec", spec, option)]
+);
 /// The ingress based HTTP01 challenge solver will solve challenges by
 /// creating or modifying Ingress resources in order to route requests for
 /// '/.well-known/acme-challenge/XYZ' to 'challenge solver' pods that are
@@ -23442,57 +13593,12 @@ pub struct IssuerSpecAcmeSolversHttp01Ingress {
     )]
     pub service_type: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversHttp01Ingress {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01Ingress";
-    const FIELDS: &'static [&'static str] = &[
-        "class",
-        "ingressClassName",
-        "ingressTemplate",
-        "name",
-        "podTemplate",
-        "serviceType",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            class: f0,
-            ingress_class_name: f1,
-            ingress_template: f2,
-            name: f3,
-            pod_template: f4,
-            service_type: f5,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01Ingress {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01Ingress, [(0, "class", class, option), (1,
+    "ingressClassName", ingress_class_name, option), (2, "ingressTemplate",
+    ingress_template, option), (3, "name", name, option), (4, "podTemplate",
+    pod_template, option), (5, "serviceType", service_type, option)]
+);
 /// Configures cert-manager to attempt to complete authorizations by
 /// performing the HTTP01 challenge flow.
 /// It is not possible to obtain certificates for wildcard domain names
@@ -23525,38 +13631,10 @@ pub struct IssuerSpecAcmeSolversHttp01 {
         ::std::boxed::Box<IssuerSpecAcmeSolversHttp01Ingress>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversHttp01 {
-    const NAME: &'static str = "IssuerSpecAcmeSolversHttp01";
-    const FIELDS: &'static [&'static str] = &["gatewayHTTPRoute", "ingress"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            gateway_http_route: f0,
-            ingress: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversHttp01 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversHttp01, [(0, "gatewayHTTPRoute", gateway_http_route, option),
+    (1, "ingress", ingress, option)]
+);
 /// Selector selects a set of DNSNames on the Certificate resource that
 /// should be solved using this challenge solver.
 /// If not specified, the solver will be treated as the 'default' solver
@@ -23600,41 +13678,10 @@ pub struct IssuerSpecAcmeSolversSelector {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolversSelector {
-    const NAME: &'static str = "IssuerSpecAcmeSolversSelector";
-    const FIELDS: &'static [&'static str] = &["dnsNames", "dnsZones", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            dns_names: f0,
-            dns_zones: f1,
-            match_labels: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolversSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolversSelector, [(0, "dnsNames", dns_names, option_vec), (1,
+    "dnsZones", dns_zones, option_vec), (2, "matchLabels", match_labels, option)]
+);
 /// An ACMEChallengeSolver describes how to solve ACME challenges for the issuer it is part of.
 /// A selector may be provided to use different solving strategies for different DNS names.
 /// Only one of HTTP01 or DNS01 must be provided.
@@ -23686,49 +13733,11 @@ pub struct IssuerSpecAcmeSolvers {
     )]
     pub wait_instead_of_self_check: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcmeSolvers {
-    const NAME: &'static str = "IssuerSpecAcmeSolvers";
-    const FIELDS: &'static [&'static str] = &[
-        "dns01",
-        "http01",
-        "selector",
-        "waitInsteadOfSelfCheck",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            dns01: f0,
-            http01: f1,
-            selector: f2,
-            wait_instead_of_self_check: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecAcmeSolvers {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcmeSolvers, [(0, "dns01", dns01, option), (1, "http01", http01, option),
+    (2, "selector", selector, option), (3, "waitInsteadOfSelfCheck",
+    wait_instead_of_self_check, option)]
+);
 /// ACME configures this issuer to communicate with a RFC8555 (ACME) server
 /// to obtain signed x509 certificates.
 #[derive(
@@ -23854,80 +13863,16 @@ pub struct IssuerSpecAcme {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub solvers: ::std::option::Option<::std::vec::Vec<IssuerSpecAcmeSolvers>>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecAcme {
-    const NAME: &'static str = "IssuerSpecAcme";
-    const FIELDS: &'static [&'static str] = &[
-        "caBundle",
-        "disableAccountKeyGeneration",
-        "email",
-        "enableDurationFeature",
-        "externalAccountBinding",
-        "preferredChain",
-        "privateKeySecretRef",
-        "profile",
-        "renewalInformationSource",
-        "server",
-        "skipTLSVerify",
-        "solvers",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        let mut f10 = None;
-        let mut f11 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = Some(map.next_value()?),
-                7 => f7 = map.next_value()?,
-                8 => f8 = map.next_value()?,
-                9 => f9 = Some(map.next_value()?),
-                10 => f10 = map.next_value()?,
-                11 => f11 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            ca_bundle: f0,
-            disable_account_key_generation: f1,
-            email: f2,
-            enable_duration_feature: f3,
-            external_account_binding: f4,
-            preferred_chain: f5,
-            private_key_secret_ref: c::required(f6, "privateKeySecretRef", &map)?,
-            profile: f7,
-            renewal_information_source: f8,
-            server: c::required(f9, "server", &map)?,
-            skip_tls_verify: f10,
-            solvers: f11,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerSpecAcme {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecAcme, [(0, "caBundle", ca_bundle, option), (1,
+    "disableAccountKeyGeneration", disable_account_key_generation, option), (2, "email",
+    email, option), (3, "enableDurationFeature", enable_duration_feature, option), (4,
+    "externalAccountBinding", external_account_binding, option), (5, "preferredChain",
+    preferred_chain, option), (6, "privateKeySecretRef", private_key_secret_ref,
+    required), (7, "profile", profile, option), (8, "renewalInformationSource",
+    renewal_information_source, option), (9, "server", server, required), (10,
+    "skipTLSVerify", skip_tls_verify, option), (11, "solvers", solvers, option_vec)]
+);
 /// CA configures this issuer to sign certificates using a signing CA keypair
 /// stored in a Secret resource.
 /// This is used to build internal PKIs that are managed by cert-manager.
@@ -23974,48 +13919,11 @@ pub struct IssuerSpecCa {
     #[serde(rename = "secretName")]
     pub secret_name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecCa {
-    const NAME: &'static str = "IssuerSpecCa";
-    const FIELDS: &'static [&'static str] = &[
-        "crlDistributionPoints",
-        "issuingCertificateURLs",
-        "ocspServers",
-        "secretName",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                3 => f3 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            crl_distribution_points: f0,
-            issuing_certificate_ur_ls: f1,
-            ocsp_servers: f2,
-            secret_name: c::required(f3, "secretName", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerSpecCa {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecCa, [(0, "crlDistributionPoints", crl_distribution_points, option_vec), (1,
+    "issuingCertificateURLs", issuing_certificate_ur_ls, option_vec), (2, "ocspServers",
+    ocsp_servers, option_vec), (3, "secretName", secret_name, required)]
+);
 /// SelfSigned configures this issuer to 'self sign' certificates using the
 /// private key used to create the CertificateRequest object.
 #[derive(
@@ -24037,35 +13945,10 @@ pub struct IssuerSpecSelfSigned {
         ::std::vec::Vec<::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecSelfSigned {
-    const NAME: &'static str = "IssuerSpecSelfSigned";
-    const FIELDS: &'static [&'static str] = &["crlDistributionPoints"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            crl_distribution_points: f0,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecSelfSigned {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecSelfSigned, [(0, "crlDistributionPoints", crl_distribution_points,
+    option_vec)]
+);
 /// Reference to a key in a Secret that contains the App Role secret used
 /// to authenticate with Vault.
 /// The `key` field must be specified and denotes which entry within the Secret
@@ -24087,38 +13970,10 @@ pub struct IssuerSpecVaultAuthAppRoleSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultAuthAppRoleSecretRef {
-    const NAME: &'static str = "IssuerSpecVaultAuthAppRoleSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthAppRoleSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthAppRoleSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// AppRole authenticates with Vault using the App Role auth mechanism,
 /// with the role and secret stored in a Kubernetes Secret resource.
 #[derive(
@@ -24143,41 +13998,10 @@ pub struct IssuerSpecVaultAuthAppRole {
     #[serde(rename = "secretRef")]
     pub secret_ref: IssuerSpecVaultAuthAppRoleSecretRef,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultAuthAppRole {
-    const NAME: &'static str = "IssuerSpecVaultAuthAppRole";
-    const FIELDS: &'static [&'static str] = &["path", "roleId", "secretRef"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            path: c::required(f0, "path", &map)?,
-            role_id: c::required(f1, "roleId", &map)?,
-            secret_ref: c::required(f2, "secretRef", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthAppRole {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthAppRole, [(0, "path", path, required), (1, "roleId", role_id,
+    required), (2, "secretRef", secret_ref, required)]
+);
 /// A reference to a service account that will be used to request a web identity
 /// token for IRSA (IAM Roles for Service Accounts) authentication.
 #[derive(
@@ -24195,39 +14019,10 @@ pub struct IssuerSpecVaultAuthAwsServiceAccountRef {
     /// Name of the ServiceAccount used to request a token.
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecVaultAuthAwsServiceAccountRef {
-    const NAME: &'static str = "IssuerSpecVaultAuthAwsServiceAccountRef";
-    const FIELDS: &'static [&'static str] = &["audiences", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            audiences: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthAwsServiceAccountRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthAwsServiceAccountRef, [(0, "audiences", audiences, option_vec),
+    (1, "name", name, required)]
+);
 /// AWS authenticates with Vault using AWS IAM authentication.
 /// This allows authentication using IAM roles for service accounts (IRSA),
 /// EKS Pod Identity (PIA), or ambient credentials (EC2 instance profiles, ECS task role).
@@ -24280,57 +14075,12 @@ pub struct IssuerSpecVaultAuthAws {
     )]
     pub vault_header_value: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultAuthAws {
-    const NAME: &'static str = "IssuerSpecVaultAuthAws";
-    const FIELDS: &'static [&'static str] = &[
-        "iamRoleArn",
-        "mountPath",
-        "region",
-        "role",
-        "serviceAccountRef",
-        "vaultHeaderValue",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = Some(map.next_value()?),
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            iam_role_arn: f0,
-            mount_path: f1,
-            region: f2,
-            role: c::required(f3, "role", &map)?,
-            service_account_ref: f4,
-            vault_header_value: f5,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthAws {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthAws, [(0, "iamRoleArn", iam_role_arn, option), (1, "mountPath",
+    mount_path, option), (2, "region", region, option), (3, "role", role, required), (4,
+    "serviceAccountRef", service_account_ref, option), (5, "vaultHeaderValue",
+    vault_header_value, option)]
+);
 /// ClientCertificate authenticates with Vault by presenting a client
 /// certificate during the request's TLS handshake.
 /// Works only when using HTTPS protocol.
@@ -24364,41 +14114,10 @@ pub struct IssuerSpecVaultAuthClientCertificate {
     )]
     pub secret_name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultAuthClientCertificate {
-    const NAME: &'static str = "IssuerSpecVaultAuthClientCertificate";
-    const FIELDS: &'static [&'static str] = &["mountPath", "name", "secretName"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            mount_path: f0,
-            name: f1,
-            secret_name: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthClientCertificate {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthClientCertificate, [(0, "mountPath", mount_path, option), (1,
+    "name", name, option), (2, "secretName", secret_name, option)]
+);
 /// The required Secret field containing a Kubernetes ServiceAccount JWT used
 /// for authenticating with Vault. Use of 'ambient credentials' is not
 /// supported.
@@ -24419,38 +14138,10 @@ pub struct IssuerSpecVaultAuthKubernetesSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultAuthKubernetesSecretRef {
-    const NAME: &'static str = "IssuerSpecVaultAuthKubernetesSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthKubernetesSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthKubernetesSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// A reference to a service account that will be used to request a bound
 /// token (also known as "projected token"). Compared to using "secretRef",
 /// using this field means that you don't rely on statically bound tokens. To
@@ -24471,39 +14162,10 @@ pub struct IssuerSpecVaultAuthKubernetesServiceAccountRef {
     /// Name of the ServiceAccount used to request a token.
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields
-for IssuerSpecVaultAuthKubernetesServiceAccountRef {
-    const NAME: &'static str = "IssuerSpecVaultAuthKubernetesServiceAccountRef";
-    const FIELDS: &'static [&'static str] = &["audiences", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            audiences: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthKubernetesServiceAccountRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthKubernetesServiceAccountRef, [(0, "audiences", audiences,
+    option_vec), (1, "name", name, required)]
+);
 /// Kubernetes authenticates with Vault by passing the ServiceAccount
 /// token stored in the named Secret resource to the Vault server.
 #[derive(
@@ -24549,49 +14211,11 @@ pub struct IssuerSpecVaultAuthKubernetes {
         ::std::boxed::Box<IssuerSpecVaultAuthKubernetesServiceAccountRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultAuthKubernetes {
-    const NAME: &'static str = "IssuerSpecVaultAuthKubernetes";
-    const FIELDS: &'static [&'static str] = &[
-        "mountPath",
-        "role",
-        "secretRef",
-        "serviceAccountRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            mount_path: f0,
-            role: c::required(f1, "role", &map)?,
-            secret_ref: f2,
-            service_account_ref: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthKubernetes {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthKubernetes, [(0, "mountPath", mount_path, option), (1, "role",
+    role, required), (2, "secretRef", secret_ref, option), (3, "serviceAccountRef",
+    service_account_ref, option)]
+);
 /// TokenSecretRef authenticates with Vault by presenting a token.
 #[derive(
     ::std::clone::Clone,
@@ -24610,38 +14234,10 @@ pub struct IssuerSpecVaultAuthTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultAuthTokenSecretRef {
-    const NAME: &'static str = "IssuerSpecVaultAuthTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuthTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuthTokenSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// Auth configures how cert-manager authenticates with the Vault server.
 #[derive(
     ::std::clone::Clone,
@@ -24685,53 +14281,11 @@ pub struct IssuerSpecVaultAuth {
         ::std::boxed::Box<IssuerSpecVaultAuthTokenSecretRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultAuth {
-    const NAME: &'static str = "IssuerSpecVaultAuth";
-    const FIELDS: &'static [&'static str] = &[
-        "appRole",
-        "aws",
-        "clientCertificate",
-        "kubernetes",
-        "tokenSecretRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            app_role: f0,
-            aws: f1,
-            client_certificate: f2,
-            kubernetes: f3,
-            token_secret_ref: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultAuth {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultAuth, [(0, "appRole", app_role, option), (1, "aws", aws, option), (2,
+    "clientCertificate", client_certificate, option), (3, "kubernetes", kubernetes,
+    option), (4, "tokenSecretRef", token_secret_ref, option)]
+);
 /// Reference to a Secret containing a bundle of PEM-encoded CAs to use when
 /// verifying the certificate chain presented by Vault when using HTTPS.
 /// Mutually exclusive with CABundle.
@@ -24755,38 +14309,10 @@ pub struct IssuerSpecVaultCaBundleSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultCaBundleSecretRef {
-    const NAME: &'static str = "IssuerSpecVaultCaBundleSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultCaBundleSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultCaBundleSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// Reference to a Secret containing a PEM-encoded Client Certificate to use when the
 /// Vault server requires mTLS.
 #[derive(
@@ -24806,38 +14332,10 @@ pub struct IssuerSpecVaultClientCertSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultClientCertSecretRef {
-    const NAME: &'static str = "IssuerSpecVaultClientCertSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultClientCertSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultClientCertSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// Reference to a Secret containing a PEM-encoded Client Private Key to use when the
 /// Vault server requires mTLS.
 #[derive(
@@ -24857,38 +14355,10 @@ pub struct IssuerSpecVaultClientKeySecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVaultClientKeySecretRef {
-    const NAME: &'static str = "IssuerSpecVaultClientKeySecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVaultClientKeySecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVaultClientKeySecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// Vault configures this issuer to sign certificates using a HashiCorp Vault
 /// PKI backend.
 #[derive(
@@ -24957,68 +14427,13 @@ pub struct IssuerSpecVault {
     )]
     pub server_name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVault {
-    const NAME: &'static str = "IssuerSpecVault";
-    const FIELDS: &'static [&'static str] = &[
-        "auth",
-        "caBundle",
-        "caBundleSecretRef",
-        "clientCertSecretRef",
-        "clientKeySecretRef",
-        "namespace",
-        "path",
-        "server",
-        "serverName",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = Some(map.next_value()?),
-                7 => f7 = Some(map.next_value()?),
-                8 => f8 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            auth: c::required(f0, "auth", &map)?,
-            ca_bundle: f1,
-            ca_bundle_secret_ref: f2,
-            client_cert_secret_ref: f3,
-            client_key_secret_ref: f4,
-            namespace: f5,
-            path: c::required(f6, "path", &map)?,
-            server: c::required(f7, "server", &map)?,
-            server_name: f8,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerSpecVault {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVault, [(0, "auth", auth, required), (1, "caBundle", ca_bundle, option),
+    (2, "caBundleSecretRef", ca_bundle_secret_ref, option), (3, "clientCertSecretRef",
+    client_cert_secret_ref, option), (4, "clientKeySecretRef", client_key_secret_ref,
+    option), (5, "namespace", namespace, option), (6, "path", path, required), (7,
+    "server", server, required), (8, "serverName", server_name, option)]
+);
 /// APITokenSecretRef is a secret key selector for the CyberArk Certificate Manager SaaS API token.
 #[derive(
     ::std::clone::Clone,
@@ -25037,38 +14452,10 @@ pub struct IssuerSpecVenafiCloudApiTokenSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVenafiCloudApiTokenSecretRef {
-    const NAME: &'static str = "IssuerSpecVenafiCloudApiTokenSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVenafiCloudApiTokenSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVenafiCloudApiTokenSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// Cloud specifies the CyberArk Certificate Manager SaaS configuration settings.
 /// Only one of CyberArk Certificate Manager may be specified.
 #[derive(
@@ -25087,38 +14474,10 @@ pub struct IssuerSpecVenafiCloud {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub url: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVenafiCloud {
-    const NAME: &'static str = "IssuerSpecVenafiCloud";
-    const FIELDS: &'static [&'static str] = &["apiTokenSecretRef", "url"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            api_token_secret_ref: c::required(f0, "apiTokenSecretRef", &map)?,
-            url: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVenafiCloud {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVenafiCloud, [(0, "apiTokenSecretRef", api_token_secret_ref, required), (1,
+    "url", url, option)]
+);
 /// CredentialsRef is a reference to a Kubernetes Secret containing the OAuth 2.0
 /// Client ID and Client Secret. The secret must contain the keys 'client-id' and
 /// 'client-secret'.
@@ -25134,35 +14493,9 @@ pub struct IssuerSpecVenafiNgtsCredentialsRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVenafiNgtsCredentialsRef {
-    const NAME: &'static str = "IssuerSpecVenafiNgtsCredentialsRef";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVenafiNgtsCredentialsRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVenafiNgtsCredentialsRef, [(0, "name", name, required)]
+);
 /// NGTS specifies Palo Alto Networks Next Generation Trust Services (NGTS) configuration
 /// using OAuth 2.0 Client Credentials. Only one of tpp, cloud, or ngts may be specified.
 #[derive(
@@ -25196,49 +14529,11 @@ pub struct IssuerSpecVenafiNgts {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub url: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVenafiNgts {
-    const NAME: &'static str = "IssuerSpecVenafiNgts";
-    const FIELDS: &'static [&'static str] = &[
-        "credentialsRef",
-        "tokenEndpoint",
-        "tsgID",
-        "url",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            credentials_ref: c::required(f0, "credentialsRef", &map)?,
-            token_endpoint: f1,
-            tsg_id: c::required(f2, "tsgID", &map)?,
-            url: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVenafiNgts {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVenafiNgts, [(0, "credentialsRef", credentials_ref, required), (1,
+    "tokenEndpoint", token_endpoint, option), (2, "tsgID", tsg_id, required), (3, "url",
+    url, option)]
+);
 /// Reference to a Secret containing a base64-encoded bundle of PEM CAs
 /// which will be used to validate the certificate chain presented by the CyberArk Certificate Manager Self-Hosted server.
 /// Only used if using HTTPS; ignored for HTTP. Mutually exclusive with CABundle.
@@ -25261,38 +14556,10 @@ pub struct IssuerSpecVenafiTppCaBundleSecretRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVenafiTppCaBundleSecretRef {
-    const NAME: &'static str = "IssuerSpecVenafiTppCaBundleSecretRef";
-    const FIELDS: &'static [&'static str] = &["key", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: f0,
-            name: c::required(f1, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVenafiTppCaBundleSecretRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVenafiTppCaBundleSecretRef, [(0, "key", key, option), (1, "name", name,
+    required)]
+);
 /// CredentialsRef is a reference to a Secret containing the CyberArk Certificate Manager Self-Hosted API credentials.
 /// The secret must contain the key 'access-token' for the Access Token Authentication,
 /// or two keys, 'username' and 'password' for the API Keys Authentication.
@@ -25308,35 +14575,9 @@ pub struct IssuerSpecVenafiTppCredentialsRef {
     /// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVenafiTppCredentialsRef {
-    const NAME: &'static str = "IssuerSpecVenafiTppCredentialsRef";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVenafiTppCredentialsRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVenafiTppCredentialsRef, [(0, "name", name, required)]
+);
 /// TPP specifies CyberArk Certificate Manager Self-Hosted configuration settings.
 /// Only one of CyberArk Certificate Manager may be specified.
 #[derive(
@@ -25374,49 +14615,11 @@ pub struct IssuerSpecVenafiTpp {
     /// for example: "https://tpp.example.com/vedsdk".
     pub url: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVenafiTpp {
-    const NAME: &'static str = "IssuerSpecVenafiTpp";
-    const FIELDS: &'static [&'static str] = &[
-        "caBundle",
-        "caBundleSecretRef",
-        "credentialsRef",
-        "url",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            ca_bundle: f0,
-            ca_bundle_secret_ref: f1,
-            credentials_ref: c::required(f2, "credentialsRef", &map)?,
-            url: c::required(f3, "url", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerSpecVenafiTpp {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVenafiTpp, [(0, "caBundle", ca_bundle, option), (1, "caBundleSecretRef",
+    ca_bundle_secret_ref, option), (2, "credentialsRef", credentials_ref, required), (3,
+    "url", url, required)]
+);
 /// Venafi configures this issuer to sign certificates using a CyberArk Certificate Manager Self-Hosted
 /// or SaaS policy zone.
 #[derive(
@@ -25445,43 +14648,10 @@ pub struct IssuerSpecVenafi {
     /// This field is required.
     pub zone: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpecVenafi {
-    const NAME: &'static str = "IssuerSpecVenafi";
-    const FIELDS: &'static [&'static str] = &["cloud", "ngts", "tpp", "zone"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            cloud: f0,
-            ngts: f1,
-            tpp: f2,
-            zone: c::required(f3, "zone", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerSpecVenafi {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpecVenafi, [(0, "cloud", cloud, option), (1, "ngts", ngts, option), (2, "tpp",
+    tpp, option), (3, "zone", zone, required)]
+);
 /// Desired state of the Issuer resource.
 #[derive(
     ::std::clone::Clone,
@@ -25516,52 +14686,10 @@ pub struct IssuerSpec {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub venafi: ::std::option::Option<::std::boxed::Box<IssuerSpecVenafi>>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerSpec {
-    const NAME: &'static str = "IssuerSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "acme",
-        "ca",
-        "selfSigned",
-        "vault",
-        "venafi",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            acme: f0,
-            ca: f1,
-            self_signed: f2,
-            vault: f3,
-            venafi: f4,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerSpec, [(0, "acme", acme, option), (1, "ca", ca, option), (2, "selfSigned",
+    self_signed, option), (3, "vault", vault, option), (4, "venafi", venafi, option)]
+);
 /// ACME specific status options.
 /// This field should only be set if the Issuer is configured to use an ACME
 /// server to issue certificates.
@@ -25594,44 +14722,10 @@ pub struct IssuerStatusAcme {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub uri: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerStatusAcme {
-    const NAME: &'static str = "IssuerStatusAcme";
-    const FIELDS: &'static [&'static str] = &[
-        "lastPrivateKeyHash",
-        "lastRegisteredEmail",
-        "uri",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            last_private_key_hash: f0,
-            last_registered_email: f1,
-            uri: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerStatusAcme {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerStatusAcme, [(0, "lastPrivateKeyHash", last_private_key_hash, option), (1,
+    "lastRegisteredEmail", last_registered_email, option), (2, "uri", uri, option)]
+);
 /// Status of the condition, one of (`True`, `False`, `Unknown`).
 #[derive(
     ::std::clone::Clone,
@@ -25735,57 +14829,12 @@ pub struct IssuerStatusConditions {
     /// Type of the condition, known values are (`Ready`).
     pub r#type: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerStatusConditions {
-    const NAME: &'static str = "IssuerStatusConditions";
-    const FIELDS: &'static [&'static str] = &[
-        "lastTransitionTime",
-        "message",
-        "observedGeneration",
-        "reason",
-        "status",
-        "type",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = Some(map.next_value()?),
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            last_transition_time: f0,
-            message: f1,
-            observed_generation: f2,
-            reason: f3,
-            status: c::required(f4, "status", &map)?,
-            r#type: c::required(f5, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for IssuerStatusConditions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerStatusConditions, [(0, "lastTransitionTime", last_transition_time, option), (1,
+    "message", message, option), (2, "observedGeneration", observed_generation, option),
+    (3, "reason", reason, option), (4, "status", status, required), (5, "type", r#type,
+    required)]
+);
 /// Status of the Issuer. This is set and managed automatically.
 #[derive(
     ::std::clone::Clone,
@@ -25805,34 +14854,9 @@ pub struct IssuerStatus {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub conditions: ::std::option::Option<::std::vec::Vec<IssuerStatusConditions>>,
 }
-impl ::informer_runtime::codegen::FromFields for IssuerStatus {
-    const NAME: &'static str = "IssuerStatus";
-    const FIELDS: &'static [&'static str] = &["acme", "conditions"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { acme: f0, conditions: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for IssuerStatus {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    IssuerStatus, [(0, "acme", acme, option), (1, "conditions", conditions, option_vec)]
+);
 /// An Issuer represents a certificate issuing authority which can be
 /// referenced as part of `issuerRef` fields.
 /// It is scoped to a single namespace and can therefore only be referenced by
@@ -25865,40 +14889,10 @@ impl ::informer_runtime::reexports::serde::Serialize for Issuer {
         map.end()
     }
 }
-impl ::informer_runtime::codegen::FromFields for Issuer {
-    const NAME: &'static str = "Issuer";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec", "status"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            metadata: f0.unwrap_or_default(),
-            spec: c::required(f1, "spec", &map)?,
-            status: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for Issuer {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    Issuer, [(0, "metadata", metadata, default), (1, "spec", spec, required), (2,
+    "status", status, option)]
+);
 impl ::informer_runtime::reexports::kube_core::Resource for Issuer {
     type DynamicType = ();
     type Scope = ::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope;

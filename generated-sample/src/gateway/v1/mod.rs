@@ -60,44 +60,10 @@ pub struct GatewayClassSpecParametersRef {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub namespace: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for GatewayClassSpecParametersRef {
-    const NAME: &'static str = "GatewayClassSpecParametersRef";
-    const FIELDS: &'static [&'static str] = &["group", "kind", "name", "namespace"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            group: c::required(f0, "group", &map)?,
-            kind: c::required(f1, "kind", &map)?,
-            name: c::required(f2, "name", &map)?,
-            namespace: f3,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for GatewayClassSpecParametersRef {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    GatewayClassSpecParametersRef, [(0, "group", group, required), (1, "kind", kind,
+    required), (2, "name", name, required), (3, "namespace", namespace, option)]
+);
 /// Spec defines the desired state of GatewayClass.
 #[derive(
     ::std::clone::Clone,
@@ -146,44 +112,10 @@ pub struct GatewayClassSpec {
         ::std::boxed::Box<GatewayClassSpecParametersRef>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for GatewayClassSpec {
-    const NAME: &'static str = "GatewayClassSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "controllerName",
-        "description",
-        "parametersRef",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            controller_name: c::required(f0, "controllerName", &map)?,
-            description: f1,
-            parameters_ref: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for GatewayClassSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    GatewayClassSpec, [(0, "controllerName", controller_name, required), (1,
+    "description", description, option), (2, "parametersRef", parameters_ref, option)]
+);
 /// status of the condition, one of True, False, Unknown.
 #[derive(
     ::std::clone::Clone,
@@ -284,57 +216,12 @@ pub struct GatewayClassStatusConditions {
     /// type of condition in CamelCase or in foo.example.com/CamelCase.
     pub r#type: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for GatewayClassStatusConditions {
-    const NAME: &'static str = "GatewayClassStatusConditions";
-    const FIELDS: &'static [&'static str] = &[
-        "lastTransitionTime",
-        "message",
-        "observedGeneration",
-        "reason",
-        "status",
-        "type",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                3 => f3 = Some(map.next_value()?),
-                4 => f4 = Some(map.next_value()?),
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            last_transition_time: c::required(f0, "lastTransitionTime", &map)?,
-            message: c::required(f1, "message", &map)?,
-            observed_generation: f2,
-            reason: c::required(f3, "reason", &map)?,
-            status: c::required(f4, "status", &map)?,
-            r#type: c::required(f5, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for GatewayClassStatusConditions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    GatewayClassStatusConditions, [(0, "lastTransitionTime", last_transition_time,
+    required), (1, "message", message, required), (2, "observedGeneration",
+    observed_generation, option), (3, "reason", reason, required), (4, "status", status,
+    required), (5, "type", r#type, required)]
+);
 #[derive(
     ::std::clone::Clone,
     ::std::fmt::Debug,
@@ -347,35 +234,9 @@ pub struct GatewayClassStatusSupportedFeatures {
     /// conformance tests.
     pub name: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for GatewayClassStatusSupportedFeatures {
-    const NAME: &'static str = "GatewayClassStatusSupportedFeatures";
-    const FIELDS: &'static [&'static str] = &["name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            name: c::required(f0, "name", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for GatewayClassStatusSupportedFeatures {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    GatewayClassStatusSupportedFeatures, [(0, "name", name, required)]
+);
 /// Status defines the current state of GatewayClass.
 ///
 /// Implementations MUST populate status on all GatewayClass resources which
@@ -409,37 +270,10 @@ pub struct GatewayClassStatus {
         ::std::vec::Vec<GatewayClassStatusSupportedFeatures>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for GatewayClassStatus {
-    const NAME: &'static str = "GatewayClassStatus";
-    const FIELDS: &'static [&'static str] = &["conditions", "supportedFeatures"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            conditions: f0,
-            supported_features: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for GatewayClassStatus {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    GatewayClassStatus, [(0, "conditions", conditions, option_vec), (1,
+    "supportedFeatures", supported_features, option_vec)]
+);
 /// GatewayClass describes a class of Gateways available to the user for creating
 /// Gateway resources.
 ///
@@ -493,40 +327,10 @@ impl ::informer_runtime::reexports::serde::Serialize for GatewayClass {
         map.end()
     }
 }
-impl ::informer_runtime::codegen::FromFields for GatewayClass {
-    const NAME: &'static str = "GatewayClass";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec", "status"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            metadata: f0.unwrap_or_default(),
-            spec: c::required(f1, "spec", &map)?,
-            status: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for GatewayClass {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    GatewayClass, [(0, "metadata", metadata, default), (1, "spec", spec, required), (2,
+    "status", status, option)]
+);
 impl ::informer_runtime::reexports::kube_core::Resource for GatewayClass {
     type DynamicType = ();
     type Scope = ::informer_runtime::reexports::k8s_openapi::ClusterResourceScope;
@@ -591,41 +395,10 @@ pub struct ReferenceGrantSpecFrom {
     /// Support: Core
     pub namespace: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecFrom {
-    const NAME: &'static str = "ReferenceGrantSpecFrom";
-    const FIELDS: &'static [&'static str] = &["group", "kind", "namespace"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            group: c::required(f0, "group", &map)?,
-            kind: c::required(f1, "kind", &map)?,
-            namespace: c::required(f2, "namespace", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ReferenceGrantSpecFrom {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ReferenceGrantSpecFrom, [(0, "group", group, required), (1, "kind", kind, required),
+    (2, "namespace", namespace, required)]
+);
 /// ReferenceGrantTo describes what Kinds are allowed as targets of the
 /// references.
 #[derive(
@@ -654,41 +427,10 @@ pub struct ReferenceGrantSpecTo {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpecTo {
-    const NAME: &'static str = "ReferenceGrantSpecTo";
-    const FIELDS: &'static [&'static str] = &["group", "kind", "name"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            group: c::required(f0, "group", &map)?,
-            kind: c::required(f1, "kind", &map)?,
-            name: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ReferenceGrantSpecTo {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ReferenceGrantSpecTo, [(0, "group", group, required), (1, "kind", kind, required),
+    (2, "name", name, option)]
+);
 /// Spec defines the desired state of ReferenceGrant.
 #[derive(
     ::std::clone::Clone,
@@ -713,37 +455,9 @@ pub struct ReferenceGrantSpec {
     /// Support: Core
     pub to: ::std::vec::Vec<ReferenceGrantSpecTo>,
 }
-impl ::informer_runtime::codegen::FromFields for ReferenceGrantSpec {
-    const NAME: &'static str = "ReferenceGrantSpec";
-    const FIELDS: &'static [&'static str] = &["from", "to"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(c::next_vec_exact(&mut map)?),
-                1 => f1 = Some(c::next_vec_exact(&mut map)?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            from: c::required(f0, "from", &map)?,
-            to: c::required(f1, "to", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ReferenceGrantSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ReferenceGrantSpec, [(0, "from", from, required_vec), (1, "to", to, required_vec)]
+);
 /// ReferenceGrant identifies kinds of resources in other namespaces that are
 /// trusted to reference the specified kinds of resources in the same namespace
 /// as the policy.
@@ -783,37 +497,9 @@ impl ::informer_runtime::reexports::serde::Serialize for ReferenceGrant {
         map.end()
     }
 }
-impl ::informer_runtime::codegen::FromFields for ReferenceGrant {
-    const NAME: &'static str = "ReferenceGrant";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            metadata: f0.unwrap_or_default(),
-            spec: c::required(f1, "spec", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ReferenceGrant {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ReferenceGrant, [(0, "metadata", metadata, default), (1, "spec", spec, required)]
+);
 impl ::informer_runtime::reexports::kube_core::Resource for ReferenceGrant {
     type DynamicType = ();
     type Scope = ::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope;

@@ -41,33 +41,9 @@ pub struct ServiceMonitorSpecAttachMetadata {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub node: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecAttachMetadata {
-    const NAME: &'static str = "ServiceMonitorSpecAttachMetadata";
-    const FIELDS: &'static [&'static str] = &["node"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { node: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecAttachMetadata {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecAttachMetadata, [(0, "node", node, option)]
+);
 /// credentials defines a key of a Secret in the namespace that contains the credentials for authentication.
 #[derive(
     ::std::clone::Clone,
@@ -92,42 +68,10 @@ pub struct ServiceMonitorSpecEndpointsAuthorizationCredentials {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsAuthorizationCredentials {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsAuthorizationCredentials";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsAuthorizationCredentials {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsAuthorizationCredentials, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// authorization configures the Authorization header credentials used by
 /// the client.
 ///
@@ -153,39 +97,10 @@ pub struct ServiceMonitorSpecEndpointsAuthorization {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub r#type: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsAuthorization {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsAuthorization";
-    const FIELDS: &'static [&'static str] = &["credentials", "type"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            credentials: f0,
-            r#type: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsAuthorization {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsAuthorization, [(0, "credentials", credentials, option),
+    (1, "type", r#type, option)]
+);
 /// password defines a key of a Secret containing the password for
 /// authentication.
 #[derive(
@@ -211,42 +126,10 @@ pub struct ServiceMonitorSpecEndpointsBasicAuthPassword {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsBasicAuthPassword {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsBasicAuthPassword";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsBasicAuthPassword {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsBasicAuthPassword, [(0, "key", key, required), (1, "name",
+    name, option), (2, "optional", optional, option)]
+);
 /// username defines a key of a Secret containing the username for
 /// authentication.
 #[derive(
@@ -272,42 +155,10 @@ pub struct ServiceMonitorSpecEndpointsBasicAuthUsername {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsBasicAuthUsername {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsBasicAuthUsername";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsBasicAuthUsername {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsBasicAuthUsername, [(0, "key", key, required), (1, "name",
+    name, option), (2, "optional", optional, option)]
+);
 /// basicAuth defines the Basic Authentication credentials used by the
 /// client.
 ///
@@ -333,35 +184,10 @@ pub struct ServiceMonitorSpecEndpointsBasicAuth {
         ::std::boxed::Box<ServiceMonitorSpecEndpointsBasicAuthUsername>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsBasicAuth {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsBasicAuth";
-    const FIELDS: &'static [&'static str] = &["password", "username"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { password: f0, username: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsBasicAuth {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsBasicAuth, [(0, "password", password, option), (1,
+    "username", username, option)]
+);
 /// bearerTokenSecret defines a key of a Secret containing the bearer token
 /// used by the client for authentication. The secret needs to be in the
 /// same namespace as the custom resource and readable by the Prometheus
@@ -393,42 +219,10 @@ pub struct ServiceMonitorSpecEndpointsBearerTokenSecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsBearerTokenSecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsBearerTokenSecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsBearerTokenSecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsBearerTokenSecret, [(0, "key", key, required), (1, "name",
+    name, option), (2, "optional", optional, option)]
+);
 /// action to perform based on the regex matching.
 ///
 /// `Uppercase` and `Lowercase` actions require Prometheus >= v2.36.0.
@@ -638,62 +432,12 @@ pub struct ServiceMonitorSpecEndpointsMetricRelabelings {
     )]
     pub target_label: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsMetricRelabelings {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsMetricRelabelings";
-    const FIELDS: &'static [&'static str] = &[
-        "action",
-        "modulus",
-        "regex",
-        "replacement",
-        "separator",
-        "sourceLabels",
-        "targetLabel",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = c::next_option_vec_exact(&mut map)?,
-                6 => f6 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            action: f0,
-            modulus: f1,
-            regex: f2,
-            replacement: f3,
-            separator: f4,
-            source_labels: f5,
-            target_label: f6,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsMetricRelabelings {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsMetricRelabelings, [(0, "action", action, option), (1,
+    "modulus", modulus, option), (2, "regex", regex, option), (3, "replacement",
+    replacement, option), (4, "separator", separator, option), (5, "sourceLabels",
+    source_labels, option_vec), (6, "targetLabel", target_label, option)]
+);
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -718,42 +462,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2ClientIdConfigMap, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -778,42 +490,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ClientIdSecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2ClientIdSecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2ClientIdSecret, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// clientId defines a key of a Secret or ConfigMap containing the
 /// OAuth2 client's ID.
 #[derive(
@@ -838,36 +518,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientId {
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2ClientIdSecret>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2ClientId {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ClientId";
-    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { config_map: f0, secret: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2ClientId {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2ClientId, [(0, "configMap", config_map, option), (1,
+    "secret", secret, option)]
+);
 /// clientSecret defines a key of a Secret containing the OAuth2
 /// client's secret.
 #[derive(
@@ -893,42 +547,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2ClientSecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2ClientSecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ClientSecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2ClientSecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2ClientSecret, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// SecretKeySelector selects a key of a Secret.
 #[derive(
     ::std::clone::Clone,
@@ -953,42 +575,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2ProxyConnectHeaderValue, [(0, "key", key, required),
+    (1, "name", name, option), (2, "optional", optional, option)]
+);
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -1013,42 +603,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2TlsConfigCaConfigMap, [(0, "key", key, required),
+    (1, "name", name, option), (2, "optional", optional, option)]
+);
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -1073,42 +631,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// ca defines the Certificate authority used when verifying server certificates.
 #[derive(
     ::std::clone::Clone,
@@ -1132,36 +658,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCaSecret>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCa";
-    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { config_map: f0, secret: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCa {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2TlsConfigCa, [(0, "configMap", config_map, option),
+    (1, "secret", secret, option)]
+);
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -1186,42 +686,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2TlsConfigCertConfigMap, [(0, "key", key, required),
+    (1, "name", name, option), (2, "optional", optional, option)]
+);
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -1246,42 +714,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// cert defines the Client certificate to present when doing client-authentication.
 #[derive(
     ::std::clone::Clone,
@@ -1305,36 +741,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
         ::std::boxed::Box<ServiceMonitorSpecEndpointsOauth2TlsConfigCertSecret>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigCert";
-    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { config_map: f0, secret: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2TlsConfigCert {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2TlsConfigCert, [(0, "configMap", config_map,
+    option), (1, "secret", secret, option)]
+);
 /// keySecret defines the Secret containing the client key file for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -1359,42 +769,10 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2TlsConfigKeySecret, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// maxVersion defines the maximum acceptable TLS version.
 ///
 /// It requires Prometheus >= v2.41.0 or Thanos >= v0.31.0.
@@ -1600,62 +978,12 @@ pub struct ServiceMonitorSpecEndpointsOauth2TlsConfig {
     )]
     pub server_name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsOauth2TlsConfig {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2TlsConfig";
-    const FIELDS: &'static [&'static str] = &[
-        "ca",
-        "cert",
-        "insecureSkipVerify",
-        "keySecret",
-        "maxVersion",
-        "minVersion",
-        "serverName",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            ca: f0,
-            cert: f1,
-            insecure_skip_verify: f2,
-            key_secret: f3,
-            max_version: f4,
-            min_version: f5,
-            server_name: f6,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2TlsConfig {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2TlsConfig, [(0, "ca", ca, option), (1, "cert", cert,
+    option), (2, "insecureSkipVerify", insecure_skip_verify, option), (3, "keySecret",
+    key_secret, option), (4, "maxVersion", max_version, option), (5, "minVersion",
+    min_version, option), (6, "serverName", server_name, option)]
+);
 /// oauth2 defines the OAuth2 settings used by the client.
 ///
 /// It requires Prometheus >= 2.27.0.
@@ -1734,73 +1062,14 @@ pub struct ServiceMonitorSpecEndpointsOauth2 {
     #[serde(rename = "tokenUrl")]
     pub token_url: ::std::string::String,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsOauth2 {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsOauth2";
-    const FIELDS: &'static [&'static str] = &[
-        "clientId",
-        "clientSecret",
-        "endpointParams",
-        "noProxy",
-        "proxyConnectHeader",
-        "proxyFromEnvironment",
-        "proxyUrl",
-        "scopes",
-        "tlsConfig",
-        "tokenUrl",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = c::next_option_vec_exact(&mut map)?,
-                8 => f8 = map.next_value()?,
-                9 => f9 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            client_id: c::required(f0, "clientId", &map)?,
-            client_secret: c::required(f1, "clientSecret", &map)?,
-            endpoint_params: f2,
-            no_proxy: f3,
-            proxy_connect_header: f4,
-            proxy_from_environment: f5,
-            proxy_url: f6,
-            scopes: f7,
-            tls_config: f8,
-            token_url: c::required(f9, "tokenUrl", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsOauth2 {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsOauth2, [(0, "clientId", client_id, required), (1,
+    "clientSecret", client_secret, required), (2, "endpointParams", endpoint_params,
+    option), (3, "noProxy", no_proxy, option), (4, "proxyConnectHeader",
+    proxy_connect_header, option), (5, "proxyFromEnvironment", proxy_from_environment,
+    option), (6, "proxyUrl", proxy_url, option), (7, "scopes", scopes, option_vec), (8,
+    "tlsConfig", tls_config, option), (9, "tokenUrl", token_url, required)]
+);
 /// SecretKeySelector selects a key of a Secret.
 #[derive(
     ::std::clone::Clone,
@@ -1825,42 +1094,10 @@ pub struct ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsProxyConnectHeaderValue";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsProxyConnectHeaderValue {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsProxyConnectHeaderValue, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// action to perform based on the regex matching.
 ///
 /// `Uppercase` and `Lowercase` actions require Prometheus >= v2.36.0.
@@ -2068,61 +1305,12 @@ pub struct ServiceMonitorSpecEndpointsRelabelings {
     )]
     pub target_label: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsRelabelings {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsRelabelings";
-    const FIELDS: &'static [&'static str] = &[
-        "action",
-        "modulus",
-        "regex",
-        "replacement",
-        "separator",
-        "sourceLabels",
-        "targetLabel",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = c::next_option_vec_exact(&mut map)?,
-                6 => f6 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            action: f0,
-            modulus: f1,
-            regex: f2,
-            replacement: f3,
-            separator: f4,
-            source_labels: f5,
-            target_label: f6,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsRelabelings {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsRelabelings, [(0, "action", action, option), (1,
+    "modulus", modulus, option), (2, "regex", regex, option), (3, "replacement",
+    replacement, option), (4, "separator", separator, option), (5, "sourceLabels",
+    source_labels, option_vec), (6, "targetLabel", target_label, option)]
+);
 /// scheme defines the HTTP scheme to use when scraping the metrics.
 #[derive(
     ::std::clone::Clone,
@@ -2216,42 +1404,10 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCaConfigMap";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsTlsConfigCaConfigMap {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsTlsConfigCaConfigMap, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -2276,42 +1432,10 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCaSecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsTlsConfigCaSecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCaSecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsTlsConfigCaSecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsTlsConfigCaSecret, [(0, "key", key, required), (1, "name",
+    name, option), (2, "optional", optional, option)]
+);
 /// ca defines the Certificate authority used when verifying server certificates.
 #[derive(
     ::std::clone::Clone,
@@ -2335,35 +1459,10 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCa {
         ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCaSecret>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsTlsConfigCa {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCa";
-    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { config_map: f0, secret: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsTlsConfigCa {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsTlsConfigCa, [(0, "configMap", config_map, option), (1,
+    "secret", secret, option)]
+);
 /// configMap defines the ConfigMap containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -2388,42 +1487,10 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCertConfigMap";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsTlsConfigCertConfigMap {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsTlsConfigCertConfigMap, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// secret defines the Secret containing data to use for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -2448,42 +1515,10 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCertSecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsTlsConfigCertSecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCertSecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsTlsConfigCertSecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsTlsConfigCertSecret, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// cert defines the Client certificate to present when doing client-authentication.
 #[derive(
     ::std::clone::Clone,
@@ -2507,36 +1542,10 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigCert {
         ::std::boxed::Box<ServiceMonitorSpecEndpointsTlsConfigCertSecret>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsTlsConfigCert {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigCert";
-    const FIELDS: &'static [&'static str] = &["configMap", "secret"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { config_map: f0, secret: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsTlsConfigCert {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsTlsConfigCert, [(0, "configMap", config_map, option), (1,
+    "secret", secret, option)]
+);
 /// keySecret defines the Secret containing the client key file for the targets.
 #[derive(
     ::std::clone::Clone,
@@ -2561,42 +1570,10 @@ pub struct ServiceMonitorSpecEndpointsTlsConfigKeySecret {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub optional: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecEndpointsTlsConfigKeySecret {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfigKeySecret";
-    const FIELDS: &'static [&'static str] = &["key", "name", "optional"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            name: f1,
-            optional: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsTlsConfigKeySecret {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsTlsConfigKeySecret, [(0, "key", key, required), (1,
+    "name", name, option), (2, "optional", optional, option)]
+);
 /// maxVersion defines the maximum acceptable TLS version.
 ///
 /// It requires Prometheus >= v2.41.0 or Thanos >= v0.31.0.
@@ -2808,73 +1785,14 @@ pub struct ServiceMonitorSpecEndpointsTlsConfig {
     )]
     pub server_name: ::std::option::Option<::std::string::String>,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpointsTlsConfig {
-    const NAME: &'static str = "ServiceMonitorSpecEndpointsTlsConfig";
-    const FIELDS: &'static [&'static str] = &[
-        "ca",
-        "caFile",
-        "cert",
-        "certFile",
-        "insecureSkipVerify",
-        "keyFile",
-        "keySecret",
-        "maxVersion",
-        "minVersion",
-        "serverName",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = map.next_value()?,
-                8 => f8 = map.next_value()?,
-                9 => f9 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            ca: f0,
-            ca_file: f1,
-            cert: f2,
-            cert_file: f3,
-            insecure_skip_verify: f4,
-            key_file: f5,
-            key_secret: f6,
-            max_version: f7,
-            min_version: f8,
-            server_name: f9,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpointsTlsConfig {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpointsTlsConfig, [(0, "ca", ca, option), (1, "caFile", ca_file,
+    option), (2, "cert", cert, option), (3, "certFile", cert_file, option), (4,
+    "insecureSkipVerify", insecure_skip_verify, option), (5, "keyFile", key_file,
+    option), (6, "keySecret", key_secret, option), (7, "maxVersion", max_version,
+    option), (8, "minVersion", min_version, option), (9, "serverName", server_name,
+    option)]
+);
 /// Endpoint defines an endpoint serving Prometheus metrics to be scraped by
 /// Prometheus.
 #[derive(
@@ -3094,133 +2012,22 @@ pub struct ServiceMonitorSpecEndpoints {
     )]
     pub track_timestamps_staleness: ::std::option::Option<bool>,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecEndpoints {
-    const NAME: &'static str = "ServiceMonitorSpecEndpoints";
-    const FIELDS: &'static [&'static str] = &[
-        "authorization",
-        "basicAuth",
-        "bearerTokenFile",
-        "bearerTokenSecret",
-        "enableHttp2",
-        "filterRunning",
-        "followRedirects",
-        "honorLabels",
-        "honorTimestamps",
-        "interval",
-        "metricRelabelings",
-        "noProxy",
-        "oauth2",
-        "params",
-        "path",
-        "port",
-        "proxyConnectHeader",
-        "proxyFromEnvironment",
-        "proxyUrl",
-        "relabelings",
-        "scheme",
-        "scrapeTimeout",
-        "targetPort",
-        "tlsConfig",
-        "trackTimestampsStaleness",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        let mut f10 = None;
-        let mut f11 = None;
-        let mut f12 = None;
-        let mut f13 = None;
-        let mut f14 = None;
-        let mut f15 = None;
-        let mut f16 = None;
-        let mut f17 = None;
-        let mut f18 = None;
-        let mut f19 = None;
-        let mut f20 = None;
-        let mut f21 = None;
-        let mut f22 = None;
-        let mut f23 = None;
-        let mut f24 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = map.next_value()?,
-                8 => f8 = map.next_value()?,
-                9 => f9 = map.next_value()?,
-                10 => f10 = c::next_option_vec_exact(&mut map)?,
-                11 => f11 = map.next_value()?,
-                12 => f12 = map.next_value()?,
-                13 => f13 = map.next_value()?,
-                14 => f14 = map.next_value()?,
-                15 => f15 = map.next_value()?,
-                16 => f16 = map.next_value()?,
-                17 => f17 = map.next_value()?,
-                18 => f18 = map.next_value()?,
-                19 => f19 = c::next_option_vec_exact(&mut map)?,
-                20 => f20 = map.next_value()?,
-                21 => f21 = map.next_value()?,
-                22 => f22 = map.next_value()?,
-                23 => f23 = map.next_value()?,
-                24 => f24 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            authorization: f0,
-            basic_auth: f1,
-            bearer_token_file: f2,
-            bearer_token_secret: f3,
-            enable_http2: f4,
-            filter_running: f5,
-            follow_redirects: f6,
-            honor_labels: f7,
-            honor_timestamps: f8,
-            interval: f9,
-            metric_relabelings: f10,
-            no_proxy: f11,
-            oauth2: f12,
-            params: f13,
-            path: f14,
-            port: f15,
-            proxy_connect_header: f16,
-            proxy_from_environment: f17,
-            proxy_url: f18,
-            relabelings: f19,
-            scheme: f20,
-            scrape_timeout: f21,
-            target_port: f22,
-            tls_config: f23,
-            track_timestamps_staleness: f24,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecEndpoints {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecEndpoints, [(0, "authorization", authorization, option), (1,
+    "basicAuth", basic_auth, option), (2, "bearerTokenFile", bearer_token_file, option),
+    (3, "bearerTokenSecret", bearer_token_secret, option), (4, "enableHttp2",
+    enable_http2, option), (5, "filterRunning", filter_running, option), (6,
+    "followRedirects", follow_redirects, option), (7, "honorLabels", honor_labels,
+    option), (8, "honorTimestamps", honor_timestamps, option), (9, "interval", interval,
+    option), (10, "metricRelabelings", metric_relabelings, option_vec), (11, "noProxy",
+    no_proxy, option), (12, "oauth2", oauth2, option), (13, "params", params, option),
+    (14, "path", path, option), (15, "port", port, option), (16, "proxyConnectHeader",
+    proxy_connect_header, option), (17, "proxyFromEnvironment", proxy_from_environment,
+    option), (18, "proxyUrl", proxy_url, option), (19, "relabelings", relabelings,
+    option_vec), (20, "scheme", scheme, option), (21, "scrapeTimeout", scrape_timeout,
+    option), (22, "targetPort", target_port, option), (23, "tlsConfig", tls_config,
+    option), (24, "trackTimestampsStaleness", track_timestamps_staleness, option)]
+);
 /// fallbackScrapeProtocol defines the protocol to use if a scrape returns blank, unparseable, or otherwise invalid Content-Type.
 ///
 /// It requires Prometheus >= v3.0.0.
@@ -3321,35 +2128,10 @@ pub struct ServiceMonitorSpecNamespaceSelector {
     )]
     pub match_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecNamespaceSelector {
-    const NAME: &'static str = "ServiceMonitorSpecNamespaceSelector";
-    const FIELDS: &'static [&'static str] = &["any", "matchNames"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { any: f0, match_names: f1 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecNamespaceSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecNamespaceSelector, [(0, "any", any, option), (1, "matchNames",
+    match_names, option_vec)]
+);
 /// ScrapeProtocol represents a protocol used by Prometheus for scraping metrics.
 /// Supported values are:
 /// * `OpenMetricsText0.0.1`
@@ -3455,42 +2237,10 @@ pub struct ServiceMonitorSpecSelectorMatchExpressions {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub values: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
-impl ::informer_runtime::codegen::FromFields
-for ServiceMonitorSpecSelectorMatchExpressions {
-    const NAME: &'static str = "ServiceMonitorSpecSelectorMatchExpressions";
-    const FIELDS: &'static [&'static str] = &["key", "operator", "values"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            key: c::required(f0, "key", &map)?,
-            operator: c::required(f1, "operator", &map)?,
-            values: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecSelectorMatchExpressions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecSelectorMatchExpressions, [(0, "key", key, required), (1,
+    "operator", operator, required), (2, "values", values, option_vec)]
+);
 /// selector defines the label selector to select the Kubernetes `Endpoints` objects to scrape metrics from.
 #[derive(
     ::std::clone::Clone,
@@ -3519,38 +2269,10 @@ pub struct ServiceMonitorSpecSelector {
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpecSelector {
-    const NAME: &'static str = "ServiceMonitorSpecSelector";
-    const FIELDS: &'static [&'static str] = &["matchExpressions", "matchLabels"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            match_expressions: f0,
-            match_labels: f1,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorSpecSelector {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpecSelector, [(0, "matchExpressions", match_expressions, option_vec),
+    (1, "matchLabels", match_labels, option)]
+);
 /// selectorMechanism defines the mechanism used to select the endpoints to scrape.
 /// By default, the selection process relies on relabel configurations to filter the discovered targets.
 /// Alternatively, you can opt in for role selectors, which may offer better efficiency in large clusters.
@@ -3894,128 +2616,26 @@ pub struct ServiceMonitorSpec {
     )]
     pub target_limit: ::std::option::Option<i64>,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorSpec {
-    const NAME: &'static str = "ServiceMonitorSpec";
-    const FIELDS: &'static [&'static str] = &[
-        "attachMetadata",
-        "bodySizeLimit",
-        "convertClassicHistogramsToNHCB",
-        "endpoints",
-        "fallbackScrapeProtocol",
-        "jobLabel",
-        "keepDroppedTargets",
-        "labelLimit",
-        "labelNameLengthLimit",
-        "labelValueLengthLimit",
-        "namespaceSelector",
-        "nativeHistogramBucketLimit",
-        "nativeHistogramMinBucketFactor",
-        "podTargetLabels",
-        "sampleLimit",
-        "scrapeClass",
-        "scrapeClassicHistograms",
-        "scrapeNativeHistograms",
-        "scrapeProtocols",
-        "selector",
-        "selectorMechanism",
-        "serviceDiscoveryRole",
-        "targetLabels",
-        "targetLimit",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        let mut f6 = None;
-        let mut f7 = None;
-        let mut f8 = None;
-        let mut f9 = None;
-        let mut f10 = None;
-        let mut f11 = None;
-        let mut f12 = None;
-        let mut f13 = None;
-        let mut f14 = None;
-        let mut f15 = None;
-        let mut f16 = None;
-        let mut f17 = None;
-        let mut f18 = None;
-        let mut f19 = None;
-        let mut f20 = None;
-        let mut f21 = None;
-        let mut f22 = None;
-        let mut f23 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = map.next_value()?,
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = Some(c::next_vec_exact(&mut map)?),
-                4 => f4 = map.next_value()?,
-                5 => f5 = map.next_value()?,
-                6 => f6 = map.next_value()?,
-                7 => f7 = map.next_value()?,
-                8 => f8 = map.next_value()?,
-                9 => f9 = map.next_value()?,
-                10 => f10 = map.next_value()?,
-                11 => f11 = map.next_value()?,
-                12 => f12 = map.next_value()?,
-                13 => f13 = c::next_option_vec_exact(&mut map)?,
-                14 => f14 = map.next_value()?,
-                15 => f15 = map.next_value()?,
-                16 => f16 = map.next_value()?,
-                17 => f17 = map.next_value()?,
-                18 => f18 = c::next_option_vec_exact(&mut map)?,
-                19 => f19 = Some(map.next_value()?),
-                20 => f20 = map.next_value()?,
-                21 => f21 = map.next_value()?,
-                22 => f22 = c::next_option_vec_exact(&mut map)?,
-                23 => f23 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            attach_metadata: f0,
-            body_size_limit: f1,
-            convert_classic_histograms_to_nhcb: f2,
-            endpoints: c::required(f3, "endpoints", &map)?,
-            fallback_scrape_protocol: f4,
-            job_label: f5,
-            keep_dropped_targets: f6,
-            label_limit: f7,
-            label_name_length_limit: f8,
-            label_value_length_limit: f9,
-            namespace_selector: f10,
-            native_histogram_bucket_limit: f11,
-            native_histogram_min_bucket_factor: f12,
-            pod_target_labels: f13,
-            sample_limit: f14,
-            scrape_class: f15,
-            scrape_classic_histograms: f16,
-            scrape_native_histograms: f17,
-            scrape_protocols: f18,
-            selector: c::required(f19, "selector", &map)?,
-            selector_mechanism: f20,
-            service_discovery_role: f21,
-            target_labels: f22,
-            target_limit: f23,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ServiceMonitorSpec {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorSpec, [(0, "attachMetadata", attach_metadata, option), (1,
+    "bodySizeLimit", body_size_limit, option), (2, "convertClassicHistogramsToNHCB",
+    convert_classic_histograms_to_nhcb, option), (3, "endpoints", endpoints,
+    required_vec), (4, "fallbackScrapeProtocol", fallback_scrape_protocol, option), (5,
+    "jobLabel", job_label, option), (6, "keepDroppedTargets", keep_dropped_targets,
+    option), (7, "labelLimit", label_limit, option), (8, "labelNameLengthLimit",
+    label_name_length_limit, option), (9, "labelValueLengthLimit",
+    label_value_length_limit, option), (10, "namespaceSelector", namespace_selector,
+    option), (11, "nativeHistogramBucketLimit", native_histogram_bucket_limit, option),
+    (12, "nativeHistogramMinBucketFactor", native_histogram_min_bucket_factor, option),
+    (13, "podTargetLabels", pod_target_labels, option_vec), (14, "sampleLimit",
+    sample_limit, option), (15, "scrapeClass", scrape_class, option), (16,
+    "scrapeClassicHistograms", scrape_classic_histograms, option), (17,
+    "scrapeNativeHistograms", scrape_native_histograms, option), (18, "scrapeProtocols",
+    scrape_protocols, option_vec), (19, "selector", selector, required), (20,
+    "selectorMechanism", selector_mechanism, option), (21, "serviceDiscoveryRole",
+    service_discovery_role, option), (22, "targetLabels", target_labels, option_vec),
+    (23, "targetLimit", target_limit, option)]
+);
 /// type of the condition being reported.
 /// Currently, only "Accepted" is supported.
 #[derive(
@@ -4107,57 +2727,12 @@ pub struct ServiceMonitorStatusBindingsConditions {
     /// Currently, only "Accepted" is supported.
     pub r#type: ServiceMonitorStatusBindingsConditionsType,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorStatusBindingsConditions {
-    const NAME: &'static str = "ServiceMonitorStatusBindingsConditions";
-    const FIELDS: &'static [&'static str] = &[
-        "lastTransitionTime",
-        "message",
-        "observedGeneration",
-        "reason",
-        "status",
-        "type",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        let mut f5 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = map.next_value()?,
-                2 => f2 = map.next_value()?,
-                3 => f3 = map.next_value()?,
-                4 => f4 = Some(map.next_value()?),
-                5 => f5 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            last_transition_time: c::required(f0, "lastTransitionTime", &map)?,
-            message: f1,
-            observed_generation: f2,
-            reason: f3,
-            status: c::required(f4, "status", &map)?,
-            r#type: c::required(f5, "type", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorStatusBindingsConditions {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorStatusBindingsConditions, [(0, "lastTransitionTime",
+    last_transition_time, required), (1, "message", message, option), (2,
+    "observedGeneration", observed_generation, option), (3, "reason", reason, option),
+    (4, "status", status, required), (5, "type", r#type, required)]
+);
 /// group defines the group of the referenced resource.
 #[derive(
     ::std::clone::Clone,
@@ -4309,53 +2884,11 @@ pub struct ServiceMonitorStatusBindings {
     /// resource defines the type of resource being referenced (e.g. Prometheus, PrometheusAgent, ThanosRuler or Alertmanager).
     pub resource: ServiceMonitorStatusBindingsResource,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorStatusBindings {
-    const NAME: &'static str = "ServiceMonitorStatusBindings";
-    const FIELDS: &'static [&'static str] = &[
-        "conditions",
-        "group",
-        "name",
-        "namespace",
-        "resource",
-    ];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        let mut f3 = None;
-        let mut f4 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = Some(map.next_value()?),
-                3 => f3 = Some(map.next_value()?),
-                4 => f4 = Some(map.next_value()?),
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            conditions: f0,
-            group: c::required(f1, "group", &map)?,
-            name: c::required(f2, "name", &map)?,
-            namespace: c::required(f3, "namespace", &map)?,
-            resource: c::required(f4, "resource", &map)?,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorStatusBindings {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorStatusBindings, [(0, "conditions", conditions, option_vec), (1,
+    "group", group, required), (2, "name", name, required), (3, "namespace", namespace,
+    required), (4, "resource", resource, required)]
+);
 /// status defines the status subresource. It is under active development and is updated only when the
 /// "StatusForConfigurationResources" feature gate is enabled.
 ///
@@ -4374,33 +2907,9 @@ pub struct ServiceMonitorStatus {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub bindings: ::std::option::Option<::std::vec::Vec<ServiceMonitorStatusBindings>>,
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitorStatus {
-    const NAME: &'static str = "ServiceMonitorStatus";
-    const FIELDS: &'static [&'static str] = &["bindings"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = c::next_option_vec_exact(&mut map)?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self { bindings: f0 })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de>
-for ServiceMonitorStatus {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitorStatus, [(0, "bindings", bindings, option_vec)]
+);
 /// The `ServiceMonitor` custom resource definition (CRD) defines how `Prometheus` and `PrometheusAgent` can scrape metrics from a group of services.
 /// Among other things, it allows to specify:
 /// * The services to scrape via label selectors.
@@ -4443,40 +2952,10 @@ impl ::informer_runtime::reexports::serde::Serialize for ServiceMonitor {
         map.end()
     }
 }
-impl ::informer_runtime::codegen::FromFields for ServiceMonitor {
-    const NAME: &'static str = "ServiceMonitor";
-    const FIELDS: &'static [&'static str] = &["metadata", "spec", "status"];
-    fn from_fields<'de, A: ::informer_runtime::reexports::serde::de::MapAccess<'de>>(
-        mut map: A,
-    ) -> ::std::result::Result<Self, A::Error> {
-        use ::informer_runtime::codegen as c;
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::Ok;
-        let mut f0 = None;
-        let mut f1 = None;
-        let mut f2 = None;
-        while let Some(field) = map.next_key_seed(c::Field(Self::FIELDS))? {
-            match field {
-                0 => f0 = Some(map.next_value()?),
-                1 => f1 = Some(map.next_value()?),
-                2 => f2 = map.next_value()?,
-                _ => c::skip_value(&mut map)?,
-            }
-        }
-        Ok(Self {
-            metadata: f0.unwrap_or_default(),
-            spec: c::required(f1, "spec", &map)?,
-            status: f2,
-        })
-    }
-}
-impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for ServiceMonitor {
-    fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        ::informer_runtime::codegen::deserialize_fields(deserializer)
-    }
-}
+::informer_runtime::from_fields!(
+    ServiceMonitor, [(0, "metadata", metadata, default), (1, "spec", spec, required), (2,
+    "status", status, option)]
+);
 impl ::informer_runtime::reexports::kube_core::Resource for ServiceMonitor {
     type DynamicType = ();
     type Scope = ::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope;
