@@ -55,7 +55,9 @@ macro_rules! from_fields {
             const FIELDS: &'static [&'static str] = &[$($name),*];
             fn from_fields<'de, A: $crate::reexports::serde::de::MapAccess<'de>>(mut map: A) -> ::core::result::Result<Self, A::Error> {
                 $( let mut $field = ::core::option::Option::None; )*
-                while let ::core::option::Option::Some(field) = map.next_key_seed($crate::codegen::Field(Self::FIELDS))? {
+                let mut next = 0;
+                while let ::core::option::Option::Some(field) = map.next_key_seed($crate::codegen::Field(Self::FIELDS, next))? {
+                    next = field + 1;
                     match field {
                         $( $i => $field = $crate::codegen::$how::read(&mut map)?, )*
                         _ => $crate::codegen::skip_value(&mut map)?,
@@ -73,7 +75,11 @@ macro_rules! from_fields {
             fn from_fields<'de, A: $crate::reexports::serde::de::MapAccess<'de>>(mut map: A) -> ::core::result::Result<Self, A::Error> {
                 $( let mut $field = ::core::option::Option::None; )*
                 let mut extra = ::std::collections::BTreeMap::new();
-                while let ::core::option::Option::Some(field) = map.next_key_seed($crate::codegen::FieldOrName(Self::FIELDS))? {
+                let mut next = 0;
+                while let ::core::option::Option::Some(field) = map.next_key_seed($crate::codegen::FieldOrName(Self::FIELDS, next))? {
+                    if let ::core::result::Result::Ok(i) = field {
+                        next = i + 1;
+                    }
                     match field {
                         $( ::core::result::Result::Ok($i) => $field = $crate::codegen::$how::read(&mut map)?, )*
                         ::core::result::Result::Err(name) => $crate::codegen::keep_value(&mut map, &mut extra, name)?,
@@ -109,12 +115,21 @@ pub fn deserialize_fields<'de, T: FromFields, D: Deserializer<'de>>(deserializer
     deserializer.deserialize_struct(T::NAME, T::FIELDS, Fields(PhantomData))
 }
 
-fn index_of(fields: &[&str], name: &str) -> Option<usize> {
-    fields.iter().position(|f| *f == name)
+/// The index of `name` in `fields`, looked for from `from` on, then before it. Objects
+/// usually list their fields in one order (the API server writes a custom resource's keys
+/// sorted, as the generator lists them), so the search from the field after the last one
+/// found mostly ends at its first comparison.
+fn index_of(fields: &[&str], name: &str, from: usize) -> Option<usize> {
+    let (before, after) = fields.split_at(from.min(fields.len()));
+    match after.iter().position(|f| *f == name) {
+        Some(i) => Some(from + i),
+        None => before.iter().position(|f| *f == name),
+    }
 }
 
-/// Reads a key as the index of its name in `fields`; `fields.len()` for a name not listed.
-pub struct Field(pub &'static [&'static str]);
+/// Reads a key as the index of its name in `fields` (`.0`), looked for first from `.1` on
+/// (the index after the field read last); `fields.len()` for a name not listed.
+pub struct Field(pub &'static [&'static str], pub usize);
 
 impl<'de> DeserializeSeed<'de> for Field {
     type Value = usize;
@@ -129,16 +144,16 @@ impl Visitor<'_> for Field {
         f.write_str("a field name")
     }
     fn visit_str<E: Error>(self, s: &str) -> Result<usize, E> {
-        Ok(index_of(self.0, s).unwrap_or(self.0.len()))
+        Ok(index_of(self.0, s, self.1).unwrap_or(self.0.len()))
     }
     fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<usize, E> {
-        Ok(std::str::from_utf8(b).ok().and_then(|s| index_of(self.0, s)).unwrap_or(self.0.len()))
+        Ok(std::str::from_utf8(b).ok().and_then(|s| index_of(self.0, s, self.1)).unwrap_or(self.0.len()))
     }
 }
 
-/// Reads a key as the index of its name in `fields`, or, for a name not listed, the name
-/// itself (for a struct that keeps unknown fields).
-pub struct FieldOrName(pub &'static [&'static str]);
+/// Reads a key as the index of its name in `fields` (`.0`, looked for first from `.1` on),
+/// or, for a name not listed, the name itself (for a struct that keeps unknown fields).
+pub struct FieldOrName(pub &'static [&'static str], pub usize);
 
 impl<'de> DeserializeSeed<'de> for FieldOrName {
     type Value = Result<usize, String>;
@@ -153,10 +168,10 @@ impl Visitor<'_> for FieldOrName {
         f.write_str("a field name")
     }
     fn visit_str<E: Error>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(index_of(self.0, s).ok_or_else(|| s.to_owned()))
+        Ok(index_of(self.0, s, self.1).ok_or_else(|| s.to_owned()))
     }
     fn visit_string<E: Error>(self, s: String) -> Result<Self::Value, E> {
-        Ok(index_of(self.0, &s).ok_or(s))
+        Ok(index_of(self.0, &s, self.1).ok_or(s))
     }
     fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Self::Value, E> {
         match std::str::from_utf8(b) {
@@ -329,6 +344,17 @@ mod tests {
     fn fields_may_share_a_name_with_the_macros_own_variables() {
         let c: Clash = every_way(r#"{"name":[1],"field":2,"map":"m"}"#).unwrap();
         assert_eq!(c, Clash { map: Some("m".into()), field: 2, name: vec![1] });
+    }
+
+    #[test]
+    fn a_field_is_found_wherever_the_search_starts() {
+        let fields = ["a", "b", "c", "d"];
+        for from in 0..6 {
+            for (i, f) in fields.iter().enumerate() {
+                assert_eq!(index_of(&fields, f, from), Some(i), "{f} from {from}");
+            }
+            assert_eq!(index_of(&fields, "e", from), None);
+        }
     }
 
     const ROW: &str = "[1,2,3,4,5,6,7,8]";
