@@ -923,31 +923,64 @@ fn check_table(table: &mut String, g: &Generators) {
     };
     rows.insert(1, ("Kubernetes v1.35 built-in APIs", format!("code-generator lister-gen + informer-gen ({:.1} MB of Go), `go build ./...`", go_bytes as f64 / 1e6),
         rebuild_time(&|run| touch_sources(&go, "go", run), &go_build)));
-    // kopium's types for each CRD file, one module each, in one crate with what they use.
-    let kopium = dir.join("kopium");
-    let _ = std::fs::remove_dir_all(&kopium);
-    std::fs::create_dir_all(kopium.join("src")).unwrap();
+    // kopium's types for each CRD file, one module each, in one crate with what they use:
+    // as it runs by default (one version of the file's first CRD, no docs), and as it must
+    // run to emit the types ours emits (every served version, with docs).
+    let default_runs: Vec<(String, Command)> = g.crd_files.iter().enumerate().map(|(i, f)| (format!("crd{i:03}"), g.kopium(f))).collect();
+    let docs_runs: Vec<(String, Command)> = g
+        .crd_versions
+        .iter()
+        .enumerate()
+        .map(|(i, (f, version))| {
+            let mut c = g.kopium(f);
+            c.args(["--docs", "--api-version", version]);
+            (format!("crd{i:03}"), c)
+        })
+        .collect();
+    for (name, runs, what) in [
+        ("kopium", default_runs, format!("kopium: types only, one version per file, no docs ({{}} of {} files", g.crd_files.len())),
+        ("kopium-docs", docs_runs, format!("kopium `--docs`: types only, every served version ({{}} of {} runs", g.crd_versions.len())),
+    ] {
+        let krate = dir.join(name);
+        let (modules, bytes) = kopium_crate(&krate, runs, &cargo_check(krate.clone()));
+        let what = what.replace("{}", &modules.to_string());
+        rows.push(("CRD corpus", format!("{what}, {:.1} MB of Rust), `cargo check`", bytes as f64 / 1e6),
+            rebuild_time(&|run| touch_sources(&krate.join("src"), "rs", run), &cargo_check(krate.clone()))));
+    }
+    table.push_str("\n\nChecking what each generator emits: wall time of `cargo check` (Rust) or `go build ./...` (Go, which has no check-only build) after the emitted sources change, dependencies built beforehand, no incremental state (`CARGO_INCREMENTAL=0`); median of 3 (min–max); peak RSS: the largest process of the build (wait4).\n\n| input | emitted by, checked with | time | peak RSS |\n|---|---|---|---|\n");
+    for (input, what, ((m, lo, hi), rss, ok)) in rows {
+        let failed = if ok { "" } else { " (failed)" };
+        table.push_str(&format!("| {input} | {what}{failed} | {m:.1} s ({lo:.1}–{hi:.1}) | {:.0} MB |\n", rss / 1e6));
+    }
+    eprintln!("check: done");
+}
+
+/// A crate at `krate` of kopium's output, one module per run of `runs` (named as given),
+/// with what they use; modules that do not compile are left out. Returns how many modules
+/// it has and their bytes.
+fn kopium_crate(krate: &Path, runs: Vec<(String, Command)>, check: &dyn Fn() -> Command) -> (usize, u64) {
+    let _ = std::fs::remove_dir_all(krate);
+    std::fs::create_dir_all(krate.join("src")).unwrap();
     let mut modules = Vec::new();
-    for (i, f) in g.crd_files.iter().enumerate() {
-        let out = g.kopium(f).stderr(Stdio::null()).output().unwrap();
+    for (module, mut run) in runs {
+        let out = run.stderr(Stdio::null()).output().unwrap();
         if out.status.success() {
-            std::fs::write(kopium.join(format!("src/crd{i:03}.rs")), out.stdout).unwrap();
-            modules.push(format!("crd{i:03}"));
+            std::fs::write(krate.join(format!("src/{module}.rs")), out.stdout).unwrap();
+            modules.push(module);
         }
     }
     std::fs::write(
-        kopium.join("Cargo.toml"),
+        krate.join("Cargo.toml"),
         "[package]\nname = \"kopium-corpus\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nkube = { version = \"5.0.0\", default-features = false, features = [\"derive\"] }\nk8s-openapi = { version = \"0.29.0\", features = [\"v1_35\"] }\nschemars = \"1\"\nserde = { version = \"1\", features = [\"derive\"] }\nserde_json = \"1\"\n\n[workspace]\n",
     )
     .unwrap();
-    // Modules kopium emitted that do not compile are left out (and counted).
     let write_lib = |modules: &[String]| {
         let lib: String = modules.iter().map(|m| format!("#[allow(warnings)]\npub mod {m};\n")).collect();
-        std::fs::write(kopium.join("src/lib.rs"), lib).unwrap();
+        std::fs::write(krate.join("src/lib.rs"), lib).unwrap();
     };
     write_lib(&modules);
     for _ in 0..5 {
-        let out = cargo_check(kopium.clone())().output().unwrap();
+        let out = check().output().unwrap();
         if out.status.success() {
             break;
         }
@@ -959,16 +992,14 @@ fn check_table(table: &mut String, g: &Generators) {
         }
         write_lib(&modules);
     }
-    let kopium_src = kopium.join("src");
-    let kopium_bytes = dir_bytes(&kopium_src, "rs");
-    rows.push(("CRD corpus", format!("kopium: types only, {} of {} files ({:.1} MB of Rust), `cargo check`", modules.len(), g.crd_files.len(), kopium_bytes as f64 / 1e6),
-        rebuild_time(&|run| touch_sources(&kopium_src, "rs", run), &cargo_check(kopium.clone()))));
-    table.push_str("\n\nChecking what each generator emits: wall time of `cargo check` (Rust) or `go build ./...` (Go, which has no check-only build) after the emitted sources change, dependencies built beforehand, no incremental state (`CARGO_INCREMENTAL=0`); median of 3 (min–max); peak RSS: the largest process of the build (wait4).\n\n| input | emitted by, checked with | time | peak RSS |\n|---|---|---|---|\n");
-    for (input, what, ((m, lo, hi), rss, ok)) in rows {
-        let failed = if ok { "" } else { " (failed)" };
-        table.push_str(&format!("| {input} | {what}{failed} | {m:.1} s ({lo:.1}–{hi:.1}) | {:.0} MB |\n", rss / 1e6));
+    // Modules left out are not counted in the bytes.
+    for f in files_under(&krate.join("src"), &["rs"]) {
+        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        if stem != "lib" && !modules.contains(&stem) {
+            let _ = std::fs::remove_file(f);
+        }
     }
-    eprintln!("check: done");
+    (modules.len(), dir_bytes(&krate.join("src"), "rs"))
 }
 
 /// Bytes of the files with `ext` under `dir`.
