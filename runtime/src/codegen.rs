@@ -229,10 +229,7 @@ pub mod option_vec {
         Ok(map.next_value::<Option<Vec<T>>>()?.map(exact))
     }
 
-    /// The field from its slot.
-    pub fn finish<'de, A: MapAccess<'de>, T>(slot: Option<Vec<T>>, _name: &'static str, _map: &A) -> Result<Option<Vec<T>>, A::Error> {
-        Ok(slot)
-    }
+    pub use super::option::finish;
 }
 
 /// A required field: absent is serde's error for a missing field.

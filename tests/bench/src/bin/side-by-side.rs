@@ -742,6 +742,14 @@ impl Generators {
         c.arg("-f").arg(file);
         c
     }
+
+    /// kopium as it must run to emit what ours emits for one served version of a file's
+    /// first CRD: that version, with docs.
+    fn kopium_docs(&self, file: &Path, version: &str) -> Command {
+        let mut c = self.kopium(file);
+        c.args(["--docs", "--api-version", version]);
+        c
+    }
 }
 
 /// `(file, version)` for every served version of the first CRD of each file under `crds`,
@@ -784,11 +792,7 @@ fn generator_table(table: &mut String, g: &Generators) {
     let ours_dir = g.out.join("ours");
     let kopium_all = || timed_in_turn(g.crd_files.iter().map(|f| g.kopium(f)));
     let kopium_equivalent = || {
-        timed_in_turn(g.crd_versions.iter().map(|(f, version)| {
-            let mut c = g.kopium(f);
-            c.args(["--docs", "--api-version", version]);
-            c
-        }))
+        timed_in_turn(g.crd_versions.iter().map(|(f, version)| g.kopium_docs(f, version)))
     };
     let rows: Vec<(&str, &str, ((f64, f64, f64), f64, bool))> = vec![
         (
@@ -927,24 +931,15 @@ fn check_table(table: &mut String, g: &Generators) {
     // as it runs by default (one version of the file's first CRD, no docs), and as it must
     // run to emit the types ours emits (every served version, with docs).
     let default_runs: Vec<(String, Command)> = g.crd_files.iter().enumerate().map(|(i, f)| (format!("crd{i:03}"), g.kopium(f))).collect();
-    let docs_runs: Vec<(String, Command)> = g
-        .crd_versions
-        .iter()
-        .enumerate()
-        .map(|(i, (f, version))| {
-            let mut c = g.kopium(f);
-            c.args(["--docs", "--api-version", version]);
-            (format!("crd{i:03}"), c)
-        })
-        .collect();
-    for (name, runs, what) in [
-        ("kopium", default_runs, format!("kopium: types only, one version per file, no docs ({{}} of {} files", g.crd_files.len())),
-        ("kopium-docs", docs_runs, format!("kopium `--docs`: types only, every served version ({{}} of {} runs", g.crd_versions.len())),
+    let docs_runs: Vec<(String, Command)> =
+        g.crd_versions.iter().enumerate().map(|(i, (f, version))| (format!("crd{i:03}"), g.kopium_docs(f, version))).collect();
+    for (name, runs, what, total, unit) in [
+        ("kopium", default_runs, "kopium: types only, one version per file, no docs", g.crd_files.len(), "files"),
+        ("kopium-docs", docs_runs, "kopium `--docs`: types only, every served version", g.crd_versions.len(), "runs"),
     ] {
         let krate = dir.join(name);
         let (modules, bytes) = kopium_crate(&krate, runs, &cargo_check(krate.clone()));
-        let what = what.replace("{}", &modules.to_string());
-        rows.push(("CRD corpus", format!("{what}, {:.1} MB of Rust), `cargo check`", bytes as f64 / 1e6),
+        rows.push(("CRD corpus", format!("{what} ({modules} of {total} {unit}, {:.1} MB of Rust), `cargo check`", bytes as f64 / 1e6),
             rebuild_time(&|run| touch_sources(&krate.join("src"), "rs", run), &cargo_check(krate.clone()))));
     }
     table.push_str("\n\nChecking what each generator emits: wall time of `cargo check` (Rust) or `go build ./...` (Go, which has no check-only build) after the emitted sources change, dependencies built beforehand, no incremental state (`CARGO_INCREMENTAL=0`); median of 3 (min–max); peak RSS: the largest process of the build (wait4).\n\n| input | emitted by, checked with | time | peak RSS |\n|---|---|---|---|\n");
