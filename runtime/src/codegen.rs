@@ -57,7 +57,11 @@ macro_rules! from_fields {
                 $( let mut $field = ::core::option::Option::None; )*
                 let mut next = 0;
                 while let ::core::option::Option::Some(field) = map.next_key_seed($crate::codegen::Field(Self::FIELDS, next))? {
-                    next = field + 1;
+                    // An unknown key (`FIELDS.len()`) leaves the search where it was, as in
+                    // the arm that keeps unknown fields.
+                    if field < Self::FIELDS.len() {
+                        next = field + 1;
+                    }
                     match field {
                         $( $i => $field = $crate::codegen::$how::read(&mut map)?, )*
                         _ => $crate::codegen::skip_value(&mut map)?,

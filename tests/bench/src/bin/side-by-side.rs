@@ -938,9 +938,10 @@ fn check_table(table: &mut String, g: &Generators) {
         ("kopium-docs", docs_runs, "kopium `--docs`: types only, every served version", g.crd_versions.len(), "runs"),
     ] {
         let krate = dir.join(name);
-        let (modules, bytes) = kopium_crate(&krate, runs, &cargo_check(krate.clone()));
+        let check = cargo_check(krate.clone());
+        let (modules, bytes) = kopium_crate(&krate, runs, &check);
         rows.push(("CRD corpus", format!("{what} ({modules} of {total} {unit}, {:.1} MB of Rust), `cargo check`", bytes as f64 / 1e6),
-            rebuild_time(&|run| touch_sources(&krate.join("src"), "rs", run), &cargo_check(krate.clone()))));
+            rebuild_time(&|run| touch_sources(&krate.join("src"), "rs", run), &check)));
     }
     table.push_str("\n\nChecking what each generator emits: wall time of `cargo check` (Rust) or `go build ./...` (Go, which has no check-only build) after the emitted sources change, dependencies built beforehand, no incremental state (`CARGO_INCREMENTAL=0`); median of 3 (min–max); peak RSS: the largest process of the build (wait4).\n\n| input | emitted by, checked with | time | peak RSS |\n|---|---|---|---|\n");
     for (input, what, ((m, lo, hi), rss, ok)) in rows {
