@@ -406,7 +406,8 @@ mod tests {
         let base = "abcdefghijklmnopqrstuvwxyz";
         for n in 0..=20 {
             let a = &base[..n];
-            assert!(same(a, &base[..n].to_string()), "{a}");
+            let copy = String::from(a);
+            assert!(same(a, &copy), "{a}");
             assert!(!same(a, &base[..n + 1]), "{a}");
             for i in 0..n {
                 let mut b = a.as_bytes().to_vec();

@@ -179,28 +179,23 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         self.notify.notify_one();
     }
 
-    fn pop<'a, R: Send + 'a>(
-        &'a self,
-        apply: impl FnOnce(Popped<K>) -> R + Send + 'a,
-    ) -> impl std::future::Future<Output = Option<R>> + Send + 'a {
-        async move {
-            let mut apply = Some(apply);
-            loop {
-                let notified = self.notify.notified();
-                {
-                    let mut st = self.state.lock();
-                    if st.closed {
-                        return None;
-                    }
-                    if let Some(key) = st.order.pop_front() {
-                        let deltas = st.items.remove(&key).unwrap_or_default();
-                        let is_in_initial_list = st.population.on_pop();
-                        let apply = apply.take().expect("apply is called once");
-                        return Some(apply(Popped { deltas, is_in_initial_list }));
-                    }
+    async fn pop<'a, R: Send + 'a>(&'a self, apply: impl FnOnce(Popped<K>) -> R + Send + 'a) -> Option<R> {
+        let mut apply = Some(apply);
+        loop {
+            let notified = self.notify.notified();
+            {
+                let mut st = self.state.lock();
+                if st.closed {
+                    return None;
                 }
-                notified.await;
+                if let Some(key) = st.order.pop_front() {
+                    let deltas = st.items.remove(&key).unwrap_or_default();
+                    let is_in_initial_list = st.population.on_pop();
+                    let apply = apply.take().expect("apply is called once");
+                    return Some(apply(Popped { deltas, is_in_initial_list }));
+                }
             }
+            notified.await;
         }
     }
 

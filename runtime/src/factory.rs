@@ -77,6 +77,9 @@ pub type TweakFn = Arc<dyn Fn(&mut ReflectorConfig) + Send + Sync>;
 /// [`strip_managed_fields_meta`]).
 pub type MetaTransformFn = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
 
+/// Runs a metadata transform on an object's metadata (each kind reaches it its own way).
+type ApplyMetaFn<K> = fn(&mut K, &(dyn Fn(&mut ObjectMeta) + Send + Sync));
+
 /// The metadata transform that drops `managedFields`.
 pub fn strip_managed_fields_meta() -> MetaTransformFn {
     Arc::new(|m: &mut ObjectMeta| m.managed_fields = None)
@@ -204,7 +207,7 @@ impl SharedInformerFactory {
     fn set_meta_transform<K: Resource + Send + Sync + 'static>(
         &self,
         informer: &SharedIndexInformer<K>,
-        apply: fn(&mut K, &(dyn Fn(&mut ObjectMeta) + Send + Sync)),
+        apply: ApplyMetaFn<K>,
     ) {
         if let Some(t) = self.options.transform.clone() {
             let f: TransformFn<K> = Arc::new(move |mut o: K| {

@@ -111,15 +111,10 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
     fn resync(&self) {
         delegate!(self, q => q.resync())
     }
-    fn pop<'a, R: Send + 'a>(
-        &'a self,
-        apply: impl FnOnce(Popped<K>) -> R + Send + 'a,
-    ) -> impl std::future::Future<Output = Option<R>> + Send + 'a {
-        async move {
-            match self {
-                AnyQueue::InOrder(q) => q.pop(apply).await,
-                AnyQueue::Delta(q) => q.pop(apply).await,
-            }
+    async fn pop<'a, R: Send + 'a>(&'a self, apply: impl FnOnce(Popped<K>) -> R + Send + 'a) -> Option<R> {
+        match self {
+            AnyQueue::InOrder(q) => q.pop(apply).await,
+            AnyQueue::Delta(q) => q.pop(apply).await,
         }
     }
     fn has_synced(&self) -> bool {

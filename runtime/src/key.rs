@@ -103,6 +103,23 @@ impl From<&str> for ObjectKey {
     }
 }
 
+/// Calls `f` with the key string of `name` in `namespace` (`namespace/name`, or `name` when
+/// the namespace is `None` or empty), built on the stack when it is short — every valid
+/// Kubernetes key is: namespace ≤ 63 bytes, name ≤ 253 — and on the heap otherwise.
+pub(crate) fn with_key_str<R>(namespace: Option<&str>, name: &str, f: impl FnOnce(&str) -> R) -> R {
+    let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else { return f(name) };
+    let len = ns.len() + 1 + name.len();
+    let mut buf = [0u8; 320];
+    if len > buf.len() {
+        return f(&format!("{ns}/{name}"));
+    }
+    buf[..ns.len()].copy_from_slice(ns.as_bytes());
+    buf[ns.len()] = b'/';
+    buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+    // Two valid UTF-8 strings joined by an ASCII byte are valid UTF-8.
+    f(std::str::from_utf8(&buf[..len]).expect("UTF-8 key"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,21 +143,4 @@ mod tests {
         m.insert(ObjectKey::new(Some("a"), "b"), 1);
         assert_eq!(m.get("a/b"), Some(&1));
     }
-}
-
-/// Calls `f` with the key string of `name` in `namespace` (`namespace/name`, or `name` when
-/// the namespace is `None` or empty), built on the stack when it is short — every valid
-/// Kubernetes key is: namespace ≤ 63 bytes, name ≤ 253 — and on the heap otherwise.
-pub(crate) fn with_key_str<R>(namespace: Option<&str>, name: &str, f: impl FnOnce(&str) -> R) -> R {
-    let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else { return f(name) };
-    let len = ns.len() + 1 + name.len();
-    let mut buf = [0u8; 320];
-    if len > buf.len() {
-        return f(&format!("{ns}/{name}"));
-    }
-    buf[..ns.len()].copy_from_slice(ns.as_bytes());
-    buf[ns.len()] = b'/';
-    buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
-    // Two valid UTF-8 strings joined by an ASCII byte are valid UTF-8.
-    f(std::str::from_utf8(&buf[..len]).expect("UTF-8 key"))
 }

@@ -649,7 +649,7 @@ async fn shutdown_ends_everything_and_refuses_new_work() {
     inf.add_event_handler(Recorder::default()).unwrap();
     inf.start().unwrap();
     inf.wait_for_sync().await;
-    assert_eq!(inf.start().unwrap(), false, "second start is a no-op");
+    assert!(!inf.start().unwrap(), "second start is a no-op");
     tokio::time::timeout(Duration::from_secs(5), inf.shutdown()).await.expect("shutdown returns");
     assert!(inf.is_stopped());
     assert!(matches!(inf.add_event_handler(Recorder::default()), Err(Error::ShutDown)));
