@@ -19,7 +19,7 @@ use crate::naming::{UniqueNames, group_modules, ident, module_name};
 use crate::output::ModuleTree;
 use crate::protobuf;
 use crate::template::{Substitution, Templates};
-use crate::types::{TypeGen, doc_lines};
+use crate::types::{RootOf, TypeGen, doc_lines};
 
 /// Maps OpenAPI definition names and CRD kinds to existing Rust types.
 #[derive(Debug, Clone)]
@@ -278,7 +278,8 @@ fn version_module<'a>(
             for r in &crds {
                 let ObjectType::Crd { schema, pointer } = &r.object else { unreachable!("only custom resources are collected") };
                 let mut tg = TypeGen::new(&r.source, &mut names);
-                tg.root(group, version, &r.kind, &r.plural, r.namespaced, schema, pointer)?;
+                let of = RootOf { group, version, kind: &r.kind, plural: &r.plural, namespaced: r.namespaced };
+                tg.root(&of, schema, pointer)?;
                 items.extend(tg.items);
             }
             Ok(items)

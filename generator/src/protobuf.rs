@@ -44,9 +44,8 @@ pub fn reachable(root: &str) -> Option<BTreeSet<String>> {
             continue;
         }
         for (_, _, kind, _) in tables.get(&name)? {
-            match kind_target(kind)? {
-                Some(message) => todo.push(message.to_string()),
-                None => {}
+            if let Some(message) = kind_target(kind)? {
+                todo.push(message.to_string());
             }
         }
     }

@@ -42,6 +42,21 @@ use crate::naming::{UniqueNames, field_ident, field_name, type_part};
 
 const SERDE: &str = "::informer_runtime::reexports::serde";
 
+/// What names a custom resource's root type: its group, version, kind, plural and scope.
+#[derive(Clone, Copy)]
+pub struct RootOf<'a> {
+    /// The API group (`""` for the core group).
+    pub group: &'a str,
+    /// The version, `v1` in `example.com/v1`.
+    pub version: &'a str,
+    /// The kind, which the type is named after.
+    pub kind: &'a str,
+    /// The resource's plural name, from the CRD.
+    pub plural: &'a str,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+}
+
 /// Generates the types of one version module.
 pub struct TypeGen<'a> {
     file: &'a Path,
@@ -154,7 +169,8 @@ impl<'a> TypeGen<'a> {
 
     /// The root type of a custom resource: `kind` with `metadata`, the schema's other
     /// properties, `kube_core::Resource`, and a `Serialize` that writes `apiVersion` and `kind`.
-    pub fn root(&mut self, group: &str, version: &str, kind: &str, plural: &str, namespaced: bool, schema: &Value, ptr: &str) -> Result<()> {
+    pub fn root(&mut self, resource: &RootOf<'_>, schema: &Value, ptr: &str) -> Result<()> {
+        let RootOf { group, version, kind, plural, namespaced } = *resource;
         if !schema.is_object() {
             return Err(self.err(ptr, "the schema must be an object"));
         }
