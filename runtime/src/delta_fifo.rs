@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Popped, Population, Queue, key_or_warn, unlisted_survivor};
+use crate::queue::{Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
 
 struct State<K> {
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
@@ -180,23 +180,12 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
     }
 
     async fn pop<'a, R: Send + 'a>(&'a self, apply: impl FnOnce(Popped<K>) -> R + Send + 'a) -> Option<R> {
-        let mut apply = Some(apply);
-        loop {
-            let notified = self.notify.notified();
-            {
-                let mut st = self.state.lock();
-                if st.closed {
-                    return None;
-                }
-                if let Some(key) = st.order.pop_front() {
-                    let deltas = st.items.remove(&key).unwrap_or_default();
-                    let is_in_initial_list = st.population.on_pop();
-                    let apply = apply.take().expect("apply is called once");
-                    return Some(apply(Popped { deltas, is_in_initial_list }));
-                }
-            }
-            notified.await;
-        }
+        let take = |st: &mut State<K>| {
+            let key = st.order.pop_front()?;
+            let deltas = st.items.remove(&key).unwrap_or_default();
+            Some(Popped { deltas, is_in_initial_list: st.population.on_pop() })
+        };
+        pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await
     }
 
     fn has_synced(&self) -> bool {

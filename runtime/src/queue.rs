@@ -89,6 +89,32 @@ pub trait Queue<K>: Send + Sync {
     fn close(&self);
 }
 
+/// A queue's `pop`: waits until `take` finds a batch in the locked state, then runs `apply`
+/// on it before the lock is released; `None` once `closed` says the queue is closed. The
+/// wake-up is registered before the state is looked at, so a push between the look and the
+/// wait is not missed.
+pub(crate) async fn pop_locked<S, K, R>(
+    notify: &tokio::sync::Notify,
+    state: &parking_lot::Mutex<S>,
+    closed: impl Fn(&S) -> bool,
+    mut take: impl FnMut(&mut S) -> Option<Popped<K>>,
+    apply: impl FnOnce(Popped<K>) -> R,
+) -> Option<R> {
+    loop {
+        let notified = notify.notified();
+        {
+            let mut st = state.lock();
+            if closed(&st) {
+                return None;
+            }
+            if let Some(popped) = take(&mut st) {
+                return Some(apply(popped));
+            }
+        }
+        notified.await;
+    }
+}
+
 /// The object a tombstone for `key` carries at the end of a relist from empty, given the
 /// key's last queued delta: none when that delta is a deletion (or the key is nowhere), its
 /// object when it is another, the store's object when nothing is queued for it.
