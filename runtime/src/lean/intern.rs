@@ -2,25 +2,28 @@
 //!
 //! Invariants: a table holds each distinct value once; [`Shared::new`] returns the table's
 //! `Arc` for a value equal to one already held, so equal `Shared`s point to one allocation
-//! (equality and hashing are by address). A table sweeps entries with no reference outside
-//! it when it has doubled since the last sweep.
+//! (equality and hashing are by address). A table is [`SHARDS`] sets, each under its own
+//! lock: a value's hash (computed before any lock is taken) picks its shard, so threads
+//! decoding at once rarely wait on each other. A shard sweeps entries with no reference
+//! outside the table when it has doubled since its last sweep.
 //!
 //! A table also remembers, for a bounded number of recent values, the protobuf bytes each
 //! was decoded from (see `crate::proto::offered`), so equal bytes give the held value without
-//! being decoded again. That memory holds at most [`MAX_ENCODINGS`] entries and
-//! [`MAX_ENCODED_BYTES`] bytes per table, is emptied whenever it would grow past them and at
-//! every sweep (so it never keeps a value from being swept for long), and is paused (its memory
-//! freed) for a while for a type whose bytes rarely repeat (where it would only cost).
+//! being decoded again. That memory (one lock of its own, never held while a shard's is
+//! taken) holds at most [`MAX_ENCODINGS`] entries and [`MAX_ENCODED_BYTES`] bytes per table,
+//! is emptied whenever it would grow past them and at every sweep of any shard (so it never
+//! keeps a value from being swept for long), and is paused (its memory freed) for a while
+//! for a type whose bytes rarely repeat (where it would only cost).
 
 use std::borrow::Borrow;
-use std::collections::HashSet;
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use hashbrown::HashTable;
 use parking_lot::Mutex;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{Error, MapAccess, SeqAccess, Unexpected, Visitor};
@@ -28,6 +31,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 type Hasher_ = foldhash::fast::FixedState;
 
+/// Sets a table is cut into (a power of two).
+const SHARDS: usize = 16;
+
+/// Entries a table holds, over all its shards, before its shards first sweep.
 const FIRST_SWEEP: usize = 4096;
 
 /// Most encodings a table remembers at once.
@@ -42,7 +49,9 @@ const ENCODING_PAUSE: u32 = 16 * 1024;
 /// A table of interned values held through handles of type `H` (hashed and compared by
 /// content).
 pub struct Table<H> {
-    inner: Mutex<Inner<H>>,
+    shards: [Shard<H>; SHARDS],
+    hasher: Hasher_,
+    memory: Mutex<EncodingMemory<H>>,
     /// Decodes left before lookups by encoding resume (0: they are on).
     encoding_pause: AtomicU32,
 }
@@ -50,13 +59,23 @@ pub struct Table<H> {
 /// The table of [`Shared`] values of type `T`.
 pub type InternTable<T> = Table<Arc<T>>;
 
+/// One set of a table, on a cache line of its own.
+#[repr(align(64))]
+struct Shard<H> {
+    inner: Mutex<Inner<H>>,
+}
+
 struct Inner<H> {
-    set: HashSet<H, Hasher_>,
+    set: HashTable<H>,
     sweep_at: usize,
     hits: u64,
     misses: u64,
-    reused_encodings: u64,
+}
+
+/// A table's remembered encodings and how often they are found.
+struct EncodingMemory<H> {
     encodings: Encodings<H>,
+    reused: u64,
     window: u32,
     window_hits: u32,
 }
@@ -86,26 +105,35 @@ pub struct TableStats {
     pub reused_encodings: u64,
 }
 
+impl<H> Shard<H> {
+    const fn new() -> Self {
+        Shard { inner: Mutex::new(Inner { set: HashTable::new(), sweep_at: FIRST_SWEEP / SHARDS, hits: 0, misses: 0 }) }
+    }
+}
+
 impl<H: Held> Table<H> {
     /// An empty table (usable in a `static`).
     pub const fn new() -> Self {
         Table {
-            inner: Mutex::new(Inner {
-                set: HashSet::with_hasher(Hasher_::with_seed(0x5eed_1ea4)),
-                sweep_at: FIRST_SWEEP,
-                hits: 0,
-                misses: 0,
-                reused_encodings: 0,
+            shards: [const { Shard::new() }; SHARDS],
+            hasher: Hasher_::with_seed(0x5eed_1ea4),
+            memory: Mutex::new(EncodingMemory {
                 encodings: Encodings {
                     by_hash: std::collections::HashMap::with_hasher(Hasher_::with_seed(0x5eed_1ea5)),
-                    bytes_hasher: Hasher_::with_seed(0x5eed_1ea6),
                     arena: Vec::new(),
                 },
+                reused: 0,
                 window: 0,
                 window_hits: 0,
             }),
             encoding_pause: AtomicU32::new(0),
         }
+    }
+
+    /// The shard a value of hash `hash` belongs in: bits the shard's own set does not use
+    /// to place it (its low bits) or to tag it (its top seven).
+    fn shard(&self, hash: u64) -> &Shard<H> {
+        &self.shards[(hash >> 40) as usize & (SHARDS - 1)]
     }
 
     /// The value decoded before from `encoding` (of the schema `tag`), if remembered;
@@ -115,19 +143,20 @@ impl<H: Held> Table<H> {
         if self.encoding_pause.load(Ordering::Relaxed) != 0 && self.encoding_pause.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
             return Err(());
         }
-        let mut inner = self.inner.lock();
-        let found = inner.encodings.get(tag, encoding).cloned();
-        inner.window += 1;
-        inner.window_hits += u32::from(found.is_some());
-        inner.reused_encodings += u64::from(found.is_some());
-        if inner.window == ENCODING_WINDOW {
-            if inner.window_hits < ENCODING_WINDOW / 16 {
+        let hash = ENCODING_HASHER.hash_one(encoding);
+        let mut memory = self.memory.lock();
+        let found = memory.encodings.get(hash, tag, encoding).cloned();
+        memory.window += 1;
+        memory.window_hits += u32::from(found.is_some());
+        memory.reused += u64::from(found.is_some());
+        if memory.window == ENCODING_WINDOW {
+            if memory.window_hits < ENCODING_WINDOW / 16 {
                 self.encoding_pause.store(ENCODING_PAUSE, Ordering::Relaxed);
                 // Paused: nothing is remembered until the pause ends, so the memory goes too.
-                inner.encodings.release();
+                memory.encodings.release();
             }
-            inner.window = 0;
-            inner.window_hits = 0;
+            memory.window = 0;
+            memory.window_hits = 0;
         }
         Ok(found)
     }
@@ -151,83 +180,90 @@ impl<H: Held> Table<H> {
         H: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let mut inner = self.inner.lock();
-        if let Some(found) = inner.set.get(key) {
+        let hash = self.hasher.hash_one(key);
+        let mut inner = self.shard(hash).inner.lock();
+        if let Some(found) = inner.set.find(hash, |h| <H as Borrow<Q>>::borrow(h) == key) {
             let found = found.clone();
             inner.hits += 1;
             return Ok(found);
         }
-        Ok(inner.add(make()?))
+        let made = make()?;
+        Ok(self.add(&mut inner, hash, made))
     }
 
     /// Drops every entry nobody else references; returns how many are left.
     pub fn sweep(&self) -> usize {
-        let mut inner = self.inner.lock();
         // Dropping an entry may release the last outside reference to another one (in
         // another table), so callers sweeping all tables repeat until nothing changes.
-        inner.sweep();
-        inner.set.len()
+        self.shards
+            .iter()
+            .map(|shard| {
+                let mut inner = shard.inner.lock();
+                self.sweep_shard(&mut inner);
+                inner.set.len()
+            })
+            .sum()
     }
 
     /// The table's counters.
     pub fn stats(&self) -> TableStats {
-        let inner = self.inner.lock();
-        TableStats { entries: inner.set.len(), hits: inner.hits, misses: inner.misses, reused_encodings: inner.reused_encodings }
+        let mut stats = TableStats { reused_encodings: self.memory.lock().reused, ..TableStats::default() };
+        for shard in &self.shards {
+            let inner = shard.inner.lock();
+            stats.entries += inner.set.len();
+            stats.hits += inner.hits;
+            stats.misses += inner.misses;
+        }
+        stats
+    }
+
+    /// Holds `made` (of hash `hash`, not held yet) in the shard `inner`, sweeping the shard
+    /// when it has doubled.
+    fn add(&self, inner: &mut Inner<H>, hash: u64, made: H) -> H {
+        inner.misses += 1;
+        inner.set.insert_unique(hash, made.clone(), |h| self.hasher.hash_one(h));
+        if inner.set.len() >= inner.sweep_at {
+            self.sweep_shard(inner);
+        }
+        made
+    }
+
+    fn sweep_shard(&self, inner: &mut Inner<H>) {
+        // Remembered encodings hold references; they are a cache, forgotten first (the
+        // memory's lock is taken inside a shard's, never the other way round).
+        self.memory.lock().encodings.clear();
+        // Only the table can hand out a new reference, and the shard is locked: an entry
+        // seen as the only reference stays so until it is dropped here.
+        inner.set.retain(|h| !h.is_only_reference());
+        inner.sweep_at = (inner.set.len() * 2).max(FIRST_SWEEP / SHARDS);
     }
 }
+
+/// Hashes remembered encodings' bytes.
+const ENCODING_HASHER: Hasher_ = Hasher_::with_seed(0x5eed_1ea6);
 
 impl<T: Hash + Eq> Table<Arc<T>> {
     /// [`Table::intern_owned`], remembering that `encoding` (of the schema `tag`) decodes to
     /// the result.
     pub(crate) fn intern_encoded(&self, value: T, tag: usize, encoding: &[u8]) -> Arc<T> {
-        let mut inner = self.inner.lock();
-        let held = match inner.set.get(&value) {
-            Some(found) => {
-                let found = found.clone();
-                inner.hits += 1;
-                found
-            }
-            None => inner.add(Arc::new(value)),
-        };
+        let held = self.intern_owned(value);
         if encoding.len() <= MAX_ENCODED_BYTES / 16 && self.encoding_pause.load(Ordering::Relaxed) == 0 {
-            inner.encodings.insert(tag, encoding, held.clone());
+            let hash = ENCODING_HASHER.hash_one(encoding);
+            self.memory.lock().encodings.insert(hash, tag, encoding, held.clone());
         }
         held
     }
 
     /// The held `Arc` equal to `value`, or `value` itself, now held.
     pub fn intern_owned(&self, value: T) -> Arc<T> {
-        let mut inner = self.inner.lock();
-        if let Some(found) = inner.set.get(&value) {
+        let hash = self.hasher.hash_one(&value);
+        let mut inner = self.shard(hash).inner.lock();
+        if let Some(found) = inner.set.find(hash, |h| **h == value) {
             let found = found.clone();
             inner.hits += 1;
             return found;
         }
-        inner.add(Arc::new(value))
-    }
-}
-
-impl<H: Held> Inner<H> {
-    fn add(&mut self, made: H) -> H {
-        self.misses += 1;
-        self.set.insert(made.clone());
-        if self.set.len() >= self.sweep_at {
-            self.sweep();
-        }
-        made
-    }
-
-    fn forget_encodings(&mut self) {
-        self.encodings.clear();
-    }
-
-    fn sweep(&mut self) {
-        // Remembered encodings hold references; they are a cache, forgotten first.
-        self.forget_encodings();
-        // Only the table can hand out a new reference, and it is locked: an entry seen as
-        // the only reference stays so until it is dropped here.
-        self.set.retain(|h| !h.is_only_reference());
-        self.sweep_at = (self.set.len() * 2).max(FIRST_SWEEP);
+        self.add(&mut inner, hash, Arc::new(value))
     }
 }
 
@@ -236,7 +272,6 @@ impl<H: Held> Inner<H> {
 /// with one hash keep the later.
 struct Encodings<H> {
     by_hash: std::collections::HashMap<u64, Encoded<H>, Hasher_>,
-    bytes_hasher: Hasher_,
     arena: Vec<u8>,
 }
 
@@ -249,20 +284,19 @@ struct Encoded<H> {
 }
 
 impl<H> Encodings<H> {
-    fn get(&self, tag: usize, encoding: &[u8]) -> Option<&H> {
-        use std::hash::BuildHasher;
-        let e = self.by_hash.get(&self.bytes_hasher.hash_one(encoding))?;
+    /// The value remembered for `encoding` (of hash `hash`, by [`ENCODING_HASHER`]).
+    fn get(&self, hash: u64, tag: usize, encoding: &[u8]) -> Option<&H> {
+        let e = self.by_hash.get(&hash)?;
         (e.tag == tag && self.arena[e.start..e.start + e.len] == *encoding).then_some(&e.held)
     }
 
-    fn insert(&mut self, tag: usize, encoding: &[u8], held: H) {
-        use std::hash::BuildHasher;
+    fn insert(&mut self, hash: u64, tag: usize, encoding: &[u8], held: H) {
         if self.by_hash.len() == MAX_ENCODINGS || self.arena.len() + encoding.len() > MAX_ENCODED_BYTES {
             self.clear();
         }
         let start = self.arena.len();
         self.arena.extend_from_slice(encoding);
-        self.by_hash.insert(self.bytes_hasher.hash_one(encoding), Encoded { tag, start, len: encoding.len(), held });
+        self.by_hash.insert(hash, Encoded { tag, start, len: encoding.len(), held });
     }
 
     /// Forgets every encoding, keeping the memory for the next ones (within the bounds).
@@ -421,15 +455,15 @@ mod tests {
         for i in 0..MAX_ENCODINGS as u64 {
             table.intern_encoded(i + 100, 1, &i.to_le_bytes());
         }
-        assert!(table.inner.lock().encodings.by_hash.len() < MAX_ENCODINGS);
-        assert!(table.inner.lock().encodings.arena.len() <= MAX_ENCODED_BYTES);
+        assert!(table.memory.lock().encodings.by_hash.len() < MAX_ENCODINGS);
+        assert!(table.memory.lock().encodings.arena.len() <= MAX_ENCODED_BYTES);
         // Too big to remember.
         let big = vec![0u8; MAX_ENCODED_BYTES / 16 + 1];
         table.intern_encoded(1, 1, &big);
         assert_eq!(table.find_encoded(1, &big), Ok(None));
         // Sweeps forget every encoding (they hold references).
         table.sweep();
-        assert_eq!(table.inner.lock().encodings.by_hash.len(), 0);
+        assert_eq!(table.memory.lock().encodings.by_hash.len(), 0);
         // Bytes that never repeat pause the lookups for a while, then they resume.
         let table: InternTable<u64> = InternTable::new();
         let mut paused = 0;
@@ -439,8 +473,8 @@ mod tests {
                 Ok(Some(_)) => panic!("bytes {i} were never seen"),
                 Err(()) => {
                     if paused == 0 {
-                        let inner = table.inner.lock();
-                        assert_eq!((inner.encodings.arena.capacity(), inner.encodings.by_hash.capacity()), (0, 0), "a paused table frees what held its encodings");
+                        let memory = table.memory.lock();
+                        assert_eq!((memory.encodings.arena.capacity(), memory.encodings.by_hash.capacity()), (0, 0), "a paused table frees what held its encodings");
                     }
                     paused += 1
                 }
@@ -448,7 +482,39 @@ mod tests {
         }
         assert_eq!(paused, ENCODING_PAUSE);
         assert_eq!(table.find_encoded(1, &0u64.to_le_bytes()), Ok(None), "resumed, and forgot what it had");
-        assert_eq!(table.inner.lock().encodings.by_hash.len(), 1, "only what came after the pause");
+        assert_eq!(table.memory.lock().encodings.by_hash.len(), 1, "only what came after the pause");
+    }
+
+    #[test]
+    fn threads_interning_at_once_get_one_allocation_per_value() {
+        let table: InternTable<u64> = InternTable::new();
+        let values: Vec<u64> = (0..20_000).map(|i| i * 7919).collect();
+        let held: Vec<Vec<Arc<u64>>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..4)
+                .map(|t| {
+                    let (table, values) = (&table, &values);
+                    // Each thread in its own order, so that they race on every value.
+                    scope.spawn(move || {
+                        let mut order: Vec<usize> = (0..values.len()).collect();
+                        order.rotate_left(t * values.len() / 4);
+                        let mut held = vec![None; values.len()];
+                        for i in order {
+                            held[i] = Some(table.intern_owned(values[i]));
+                        }
+                        held.into_iter().map(Option::unwrap).collect()
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for (i, value) in values.iter().enumerate() {
+            assert_eq!(*held[0][i], *value);
+            assert!(held.iter().all(|h| Arc::ptr_eq(&h[i], &held[0][i])), "value {value} held twice");
+        }
+        let stats = table.stats();
+        assert_eq!((stats.entries, stats.misses, stats.hits), (values.len(), values.len() as u64, 3 * values.len() as u64));
+        drop(held);
+        assert_eq!(table.sweep(), 0);
     }
 
     #[test]
