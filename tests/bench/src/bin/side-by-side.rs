@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
-//!     [--sections sync,listers,memory,generator,check,events] [--workloads configmaps,pods-shared,pods-unique,servicemonitors] [--groups kept,dropped,metadata] [--events N] [--paced-events 3000] [--rate 1000]
+//!     [--sections sync,listers,memory,generator,check,check-projects,events] [--workloads configmaps,pods-shared,pods-unique,servicemonitors] [--groups kept,dropped,metadata] [--events N] [--paced-events 3000] [--rate 1000]
 //!     [--list-delay 20ms]
 //! ```
 //!
@@ -165,13 +165,16 @@ fn main() {
     if section("memory") {
         memory_table(&mut table, &go_bin, &clients, n, runs);
     }
-    if section("generator") || section("check") {
+    if section("generator") || section("check") || section("check-projects") {
         if let Some(generators) = Generators::prepare(&mut table, &go_bin) {
             if section("generator") {
                 generator_table(&mut table, &generators);
             }
             if section("check") {
                 check_table(&mut table, &generators);
+            }
+            if section("check-projects") {
+                check_projects_table(&mut table, &generators);
             }
         }
     }
@@ -882,20 +885,6 @@ fn rebuild_time(touch: &dyn Fn(usize), build: &dyn Fn() -> Command) -> ((f64, f6
 fn check_table(table: &mut String, g: &Generators) {
     let dir = g.out.join("check");
     let _ = std::fs::create_dir_all(&dir);
-    let target = root().join("target/bench-check");
-    let cargo_check = |krate: PathBuf| {
-        let target = target.clone();
-        move || {
-            let mut c = Command::new(env!("CARGO"));
-            c.args(["check", "--quiet", "--manifest-path"])
-                .arg(krate.join("Cargo.toml"))
-                .env("CARGO_TARGET_DIR", &target)
-                // The whole emitted crate, as Go recompiles each changed package: no reuse
-                // of an earlier check's incremental state.
-                .env("CARGO_INCREMENTAL", "0");
-            c
-        }
-    };
     // Ours: the packages as emitted, each its own workspace.
     let mut rows = Vec::new();
     for (label, inputs, name) in [
@@ -903,14 +892,9 @@ fn check_table(table: &mut String, g: &Generators) {
         ("CRD corpus", vec![g.crds.as_path()], "ours-crds"),
     ] {
         let krate = dir.join(name);
-        assert!(g.ours(&inputs, &krate, Some(name)).2, "informer-gen generate {inputs:?}");
-        let manifest = krate.join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest).unwrap();
-        std::fs::write(&manifest, format!("{text}\n[workspace]\n")).unwrap();
-        let src = krate.join("src");
-        let bytes = dir_bytes(&src, "rs");
+        let bytes = ours_crate(g, &inputs, &krate, name);
         rows.push((label, format!("informer-gen (ours): informers, listers, factory{} ({:.1} MB of Rust), `cargo check`", if name == "ours-crds" { ", types" } else { "" }, bytes as f64 / 1e6),
-            rebuild_time(&|run| touch_sources(&src, "rs", run), &cargo_check(krate.clone()))));
+            rebuild_time(&|run| touch_sources(&krate.join("src"), "rs", run), &cargo_check(krate.clone()))));
     }
     // code-generator's listers and informers as one Go module beside tests/go's requirements.
     let go = dir.join("go");
@@ -939,7 +923,7 @@ fn check_table(table: &mut String, g: &Generators) {
     ] {
         let krate = dir.join(name);
         let check = cargo_check(krate.clone());
-        let (modules, bytes) = kopium_crate(&krate, runs, &check);
+        let (modules, bytes) = kopium_crate(&krate, runs, &*check);
         rows.push(("CRD corpus", format!("{what} ({modules} of {total} {unit}, {:.1} MB of Rust), `cargo check`", bytes as f64 / 1e6),
             rebuild_time(&|run| touch_sources(&krate.join("src"), "rs", run), &check)));
     }
@@ -949,6 +933,85 @@ fn check_table(table: &mut String, g: &Generators) {
         table.push_str(&format!("| {input} | {what}{failed} | {m:.1} s ({lo:.1}–{hi:.1}) | {:.0} MB |\n", rss / 1e6));
     }
     eprintln!("check: done");
+}
+
+/// `cargo check` of the crate at `krate` in the check sections' target directory, with no
+/// incremental state (the whole emitted crate, as Go recompiles each changed package).
+fn cargo_check(krate: PathBuf) -> Box<dyn Fn() -> Command> {
+    let target = root().join("target/bench-check");
+    Box::new(move || {
+        let mut c = Command::new(env!("CARGO"));
+        c.args(["check", "--quiet", "--manifest-path"])
+            .arg(krate.join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", &target)
+            .env("CARGO_INCREMENTAL", "0");
+        c
+    })
+}
+
+/// Ours over `inputs` as the package `name` at `krate`, its own workspace; returns the bytes
+/// of Rust it emitted.
+fn ours_crate(g: &Generators, inputs: &[&Path], krate: &Path, name: &str) -> u64 {
+    assert!(g.ours(inputs, krate, Some(name)).2, "informer-gen generate {inputs:?}");
+    let manifest = krate.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{text}\n[workspace]\n")).unwrap();
+    dir_bytes(&krate.join("src"), "rs")
+}
+
+/// `cargo check` of what ours and kopium emit for one project's CRDs at a time (each
+/// directory under the corpus), as a user who generates only the CRDs they use checks it;
+/// dependencies built beforehand, as in the check section.
+fn check_projects_table(table: &mut String, g: &Generators) {
+    let dir = g.out.join("check-projects");
+    let _ = std::fs::create_dir_all(&dir);
+    let mut projects: Vec<PathBuf> =
+        std::fs::read_dir(&g.crds).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+    projects.sort();
+    table.push_str("\n\nChecking one project's CRDs at a time: wall time of `cargo check` after the emitted sources change, dependencies built beforehand, no incremental state; median of 3 (min–max). Ours: types, informers, listers and factory of every CRD and served version in the project's files; kopium by default: one version of each file's first CRD, no docs; kopium `--docs`: every served version of each file's first CRD (the same types as ours for those CRDs).\n\n| project (CRD files) | ours | kopium (default) | kopium `--docs`, every version | kopium's default ÷ ours | kopium `--docs` ÷ ours |\n|---|---|---|---|---|---|\n");
+    let mut sums = [0.0f64; 3];
+    for project in projects {
+        let name = project.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let files: Vec<&PathBuf> = g.crd_files.iter().filter(|f| f.starts_with(&project)).collect();
+        let ours = dir.join(format!("ours-{name}"));
+        let ours_bytes = ours_crate(g, &[project.as_path()], &ours, &format!("ours-{name}"));
+        let mut cells = vec![(rebuild_time(&|run| touch_sources(&ours.join("src"), "rs", run), &*cargo_check(ours.clone())), ours_bytes)];
+        let default_runs: Vec<(String, Command)> = files.iter().enumerate().map(|(i, f)| (format!("crd{i:03}"), g.kopium(f))).collect();
+        let docs_runs: Vec<(String, Command)> = g
+            .crd_versions
+            .iter()
+            .filter(|(f, _)| f.starts_with(&project))
+            .enumerate()
+            .map(|(i, (f, version))| (format!("crd{i:03}"), g.kopium_docs(f, version)))
+            .collect();
+        for (kind, runs) in [("kopium", default_runs), ("kopium-docs", docs_runs)] {
+            let krate = dir.join(format!("{kind}-{name}"));
+            let check = cargo_check(krate.clone());
+            let (_, bytes) = kopium_crate(&krate, runs, &*check);
+            cells.push((rebuild_time(&|run| touch_sources(&krate.join("src"), "rs", run), &*check), bytes));
+        }
+        for (sum, ((time, _, _), _)) in sums.iter_mut().zip(&cells) {
+            *sum += time.0;
+        }
+        let cell = |((m, lo, hi), _, ok): &((f64, f64, f64), f64, bool), bytes: u64| {
+            format!("{m:.1} s ({lo:.1}–{hi:.1}), {:.2} MB{}", bytes as f64 / 1e6, if *ok { "" } else { " (failed)" })
+        };
+        let ours_time = cells[0].0.0.0;
+        table.push_str(&format!(
+            "| {name} ({}) | {} | {} | {} | {:.2}× | {:.2}× |\n",
+            files.len(),
+            cell(&cells[0].0, cells[0].1),
+            cell(&cells[1].0, cells[1].1),
+            cell(&cells[2].0, cells[2].1),
+            cells[1].0.0.0 / ours_time,
+            cells[2].0.0.0 / ours_time,
+        ));
+    }
+    table.push_str(&format!(
+        "| all projects, one crate each (sum of medians) | {:.1} s | {:.1} s | {:.1} s | {:.2}× | {:.2}× |\n",
+        sums[0], sums[1], sums[2], sums[1] / sums[0], sums[2] / sums[0]
+    ));
+    eprintln!("check-projects: done");
 }
 
 /// A crate at `krate` of kopium's output, one module per run of `runs` (named as given),
