@@ -180,14 +180,20 @@ impl<H: Held> Table<H> {
         H: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let hash = self.hasher.hash_one(key);
+        self.find_or_add(self.hasher.hash_one(key), key, |h, key| <H as Borrow<Q>>::borrow(h) == *key, |_| make())
+    }
+
+    /// The held handle of hash `hash` that `is(held, &key)` says is equal to `key` (a hit),
+    /// or the one `make(key)` builds, now held (a miss); `make`'s error leaves the table
+    /// unchanged. The one find-or-add step every intern takes, under the shard's lock.
+    fn find_or_add<K, E>(&self, hash: u64, key: K, is: impl Fn(&H, &K) -> bool, make: impl FnOnce(K) -> Result<H, E>) -> Result<H, E> {
         let mut inner = self.shard(hash).inner.lock();
-        if let Some(found) = inner.set.find(hash, |h| <H as Borrow<Q>>::borrow(h) == key) {
+        if let Some(found) = inner.set.find(hash, |h| is(h, &key)) {
             let found = found.clone();
             inner.hits += 1;
             return Ok(found);
         }
-        let made = make()?;
+        let made = make(key)?;
         Ok(self.add(&mut inner, hash, made))
     }
 
@@ -257,13 +263,9 @@ impl<T: Hash + Eq> Table<Arc<T>> {
     /// The held `Arc` equal to `value`, or `value` itself, now held.
     pub fn intern_owned(&self, value: T) -> Arc<T> {
         let hash = self.hasher.hash_one(&value);
-        let mut inner = self.shard(hash).inner.lock();
-        if let Some(found) = inner.set.find(hash, |h| **h == value) {
-            let found = found.clone();
-            inner.hits += 1;
-            return found;
+        match self.find_or_add(hash, value, |h, value| **h == *value, |value| Ok::<_, std::convert::Infallible>(Arc::new(value))) {
+            Ok(held) => held,
         }
-        self.add(&mut inner, hash, Arc::new(value))
     }
 }
 
