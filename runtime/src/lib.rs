@@ -53,6 +53,7 @@ mod page_prefetch;
 mod parallel;
 pub mod proto;
 mod queue;
+mod read_ahead;
 mod real_fifo;
 mod reflector;
 mod selector;

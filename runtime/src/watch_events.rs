@@ -6,11 +6,12 @@
 //! chunk taken by a consumer that then decodes it wakes hyper's connection task and is woken
 //! back by it. tokio stops favouring such a ping-pong pair after a few rounds and wakes an
 //! idle worker for each turn: ≈20k thread wake-ups for a WatchList of 100k ConfigMaps. Here
-//! a small task (the pump) takes the chunks as they come and queues them, so the consumer
-//! only waits when it has decoded everything received.
+//! the body is read ahead by a small task (the pump, [`crate::read_ahead`]), so the
+//! consumer only waits when it has decoded everything received.
 //!
 //! Invariants:
-//! - At most [`CHUNKS_AHEAD`] chunks are queued between the pump and the stream.
+//! - At most [`read_ahead::CHUNKS_AHEAD`] chunks and [`read_ahead::BYTES_AHEAD`] bytes (or
+//!   one larger chunk) are queued between the pump and the stream.
 //! - The pump ends when the stream is dropped (no connection is kept open for nobody), when
 //!   the body ends and after the first body error (which the stream yields, then ends).
 //! - A protobuf response (asked for with [`accept_protobuf`], and sent with the protobuf
@@ -46,23 +47,19 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, HeaderValue};
 use http_body_util::BodyExt;
 use kube_client::Client;
 use kube_client::client::Body;
 use kube_core::{Status, WatchEvent};
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc;
 
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
 use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, joined};
 use crate::proto::{self, Message};
-
-/// Body chunks queued ahead of the decoding stream: ≈256 KB of small objects' 4 KB chunks;
-/// an event larger than that mostly comes as one chunk of its own.
-const CHUNKS_AHEAD: usize = 64;
+use crate::read_ahead::{self, ChunkReceiver};
 
 /// Bytes of events gathered ahead of the batches past which no more chunks are taken until
 /// a batch is yielded (hyper hands over chunks of up to ≈400 KB when the sender is ahead).
@@ -105,8 +102,7 @@ where
         return Err(api_error(status, response).await);
     }
     let framed = protobuf.filter(|_| is_protobuf(response.headers()));
-    let (chunks, received) = mpsc::channel(CHUNKS_AHEAD);
-    tokio::spawn(pump(response.into_body(), chunks));
+    let received = read_ahead::read_ahead(response.into_body().into_data_stream().map_err(Error::from));
     Ok(match framed {
         Some(message) => WatchBody::<T, _>::new(received, Frames(message)).boxed(),
         None => WatchBody::<T, _>::new(received, Lines).boxed(),
@@ -134,31 +130,6 @@ pub(crate) async fn api_error(code: http::StatusCode, response: http::Response<B
             message: String::from_utf8_lossy(&bytes).trim().to_string(),
             causes: Vec::new(),
         }),
-    }
-}
-
-/// Moves the body's data chunks into `chunks` until the body ends, fails, or nobody reads.
-async fn pump(mut body: Body, chunks: mpsc::Sender<Result<Bytes, Error>>) {
-    loop {
-        let frame = tokio::select! {
-            biased;
-            frame = body.frame() => frame,
-            _ = chunks.closed() => return,
-        };
-        let sent = match frame {
-            None => return,
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) if !data.is_empty() => chunks.send(Ok(data)).await,
-                _ => Ok(()),
-            },
-            Some(Err(e)) => {
-                let _ = chunks.send(Err(Error::from(e))).await;
-                return;
-            }
-        };
-        if sent.is_err() {
-            return;
-        }
     }
 }
 
@@ -295,7 +266,7 @@ enum Batch<T> {
 /// when no other batch is on its way; batches are yielded in wire order. It waits for a
 /// chunk only when it has nothing decoded to yield and no batch decoding.
 struct WatchBody<T, F: Framing> {
-    received: mpsc::Receiver<Result<Bytes, Error>>,
+    received: ChunkReceiver,
     framing: F,
     /// Where the bytes received so far end, between or inside events.
     cursor: F::Cursor,
@@ -319,7 +290,7 @@ struct WatchBody<T, F: Framing> {
 impl<T, F: Framing> Unpin for WatchBody<T, F> {}
 
 impl<T, F: Framing> WatchBody<T, F> {
-    fn new(received: mpsc::Receiver<Result<Bytes, Error>>, framing: F) -> Self {
+    fn new(received: ChunkReceiver, framing: F) -> Self {
         WatchBody {
             received,
             framing,
@@ -483,7 +454,7 @@ mod tests {
 
     /// The stream's items for `chunks` followed by `end` (a body error, or the body's end).
     async fn events(chunks: &[&str], end: Option<Error>) -> Vec<Result<WatchEvent<ConfigMap>, Error>> {
-        let (tx, rx) = mpsc::channel(chunks.len() + 1);
+        let (tx, rx) = read_ahead::queue(chunks.len() + 1, 1 << 30);
         for c in chunks {
             tx.send(Ok(Bytes::copy_from_slice(c.as_bytes()))).await.unwrap();
         }
@@ -583,7 +554,7 @@ mod tests {
         let text: String = (0..2000)
             .map(|i| format!("{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"name\":\"cm-{i}\"}},\"data\":{{\"d\":\"{data}\"}}}}}}\n"))
             .collect();
-        let (tx, rx) = mpsc::channel(CHUNKS_AHEAD);
+        let (tx, rx) = read_ahead::queue(read_ahead::CHUNKS_AHEAD, read_ahead::BYTES_AHEAD);
         let sender = tokio::spawn(async move {
             for (n, chunk) in text.as_bytes().chunks(16 << 10).enumerate() {
                 tx.send(Ok(Bytes::copy_from_slice(chunk))).await.unwrap();
@@ -620,7 +591,7 @@ mod tests {
             .collect();
         text.push_str("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"boom\"}}}\n");
         assert!(text.len() >= MIN_BYTES_PER_THREAD, "one batch decoded on a blocking thread");
-        let (tx, rx) = mpsc::channel(1);
+        let (tx, rx) = read_ahead::queue(1, 1 << 30);
         tx.send(Ok(Bytes::from(text))).await.unwrap();
         drop(tx);
         let collected = std::panic::AssertUnwindSafe(WatchBody::<Boom, _>::new(rx, Lines).collect::<Vec<_>>()).catch_unwind().await;
@@ -681,7 +652,7 @@ mod tests {
         }
 
         async fn events(chunks: &[&[u8]]) -> Vec<Result<WatchEvent<ConfigMap>, Error>> {
-            let (tx, rx) = mpsc::channel(chunks.len() + 1);
+            let (tx, rx) = read_ahead::queue(chunks.len() + 1, 1 << 30);
             for c in chunks {
                 tx.send(Ok(Bytes::copy_from_slice(c))).await.unwrap();
             }
