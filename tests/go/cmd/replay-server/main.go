@@ -13,9 +13,9 @@
 //	                                                        every object as ADDED, then the
 //	                                                        initial-events-end BOOKMARK
 //	GET /api/v1/{pods|configmaps}?watch=1&resourceVersion=R a BOOKMARK, then silence until timeoutSeconds
-//	Accept: application/vnd.kubernetes.protobuf            the same paged lists and WatchList
-//	                                                        streams in protobuf (a protobuf
-//	                                                        watch stays open without events)
+//	Accept: application/vnd.kubernetes.protobuf            the same paged lists, WatchList
+//	                                                        streams and watches (churn, expiry)
+//	                                                        in protobuf (built-in kinds)
 //	Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1 (or as=PartialObjectMetadata)
 //	                                                        the same lists and watches, metadata
 //	                                                        only (no churn on these watches); wins
@@ -68,18 +68,20 @@ type server struct {
 	objects   [][]byte // full.objects
 	mu        sync.Mutex
 
-	// Protobuf (client-go's default content type): paged lists and WatchList streams; any
-	// other protobuf watch is served as an open stream without events.
+	// Protobuf (client-go's default content type) for built-in kinds: paged lists, WatchList
+	// streams and watches, each event a length-prefixed metav1.WatchEvent.
 	newList     func(items [][]byte) runtime.Object // a typed list of the objects (JSON in)
 	protoPages  map[int][][]byte
 	protoSerial runtime.Serializer
 	protoStream []byte // the WatchList stream in protobuf (built on first use)
 
-	// Churn: templates of MODIFIED events (built on first use) and the open watch streams.
-	marshalChurn func(i int) []byte // the object i with placeholder resourceVersion and sent-ns
-	templates    map[int]*eventTemplate
-	watchers     map[chan churn]struct{}
-	nextRV       int
+	// Churn: templates of MODIFIED events (built on first use; JSON lines, protobuf frames)
+	// and the open watch streams (true: protobuf).
+	marshalChurn   func(i int) []byte // the object i with placeholder resourceVersion and sent-ns
+	templates      map[int]*eventTemplate
+	protoTemplates map[int]*eventTemplate
+	watchers       map[chan churn]bool
+	nextRV         int
 }
 
 // view is one representation of the served objects (full, or metadata only) and its paged
@@ -111,8 +113,9 @@ type churn struct {
 	expire                bool // instead: end the stream with 410 Expired
 }
 
-// eventTemplate is a whole MODIFIED event line for one object, with the offsets of its
-// resourceVersion digits and its bench/sent-ns digits.
+// eventTemplate is a whole MODIFIED event for one object (a JSON line, or a protobuf frame
+// with its length prefix), with the offsets of its resourceVersion digits and its
+// bench/sent-ns digits (both fixed-length strings, so patching them keeps every length).
 type eventTemplate struct {
 	line         []byte
 	rvAt, sentAt int
@@ -132,7 +135,7 @@ func main() {
 	listDelay := flag.Duration("list-delay", 0, "wait before answering each list page: the time a real API server takes to serve one (0: none)")
 	flag.Parse()
 
-	s := &server{full: &view{apiVersion: "v1", pages: map[int][][]byte{}}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, watchers: map[chan churn]struct{}{}, nextRV: 2000000, listDelay: *listDelay}
+	s := &server{full: &view{apiVersion: "v1", pages: map[int][][]byte{}}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, protoTemplates: map[int]*eventTemplate{}, watchers: map[chan churn]bool{}, nextRV: 2000000, listDelay: *listDelay}
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
 		panic(err)
@@ -258,17 +261,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 	}
 	if q.Get("watch") == "1" || q.Get("watch") == "true" {
-		if proto {
-			w.Header().Set("Content-Type", protobufType+";stream=watch")
-			w.WriteHeader(http.StatusOK)
-			if q.Get("sendInitialEvents") == "true" {
-				w.Write(s.protoWatchList())
-			}
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
-			return
-		}
-		s.watch(w, r, v)
+		s.watch(w, r, v, proto)
 		return
 	}
 	limit, _ := strconv.Atoi(q.Get("limit"))
@@ -373,17 +366,7 @@ func (s *server) protoWatchList() []byte {
 		return s.protoStream
 	}
 	var stream bytes.Buffer
-	frame := func(typ string, obj runtime.Object) {
-		var b bytes.Buffer
-		if err := s.protoSerial.Encode(obj, &b); err != nil {
-			panic(err)
-		}
-		event := must((&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: b.Bytes()}}).Marshal())
-		var n [4]byte
-		binary.BigEndian.PutUint32(n[:], uint32(len(event)))
-		stream.Write(n[:])
-		stream.Write(event)
-	}
+	frame := func(typ string, obj runtime.Object) { stream.Write(s.protoFrame(typ, obj)) }
 	for start := 0; start < len(s.objects); start += 1000 {
 		items, err := meta.ExtractList(s.newList(s.objects[start:min(start+1000, len(s.objects))]))
 		if err != nil {
@@ -393,16 +376,43 @@ func (s *server) protoWatchList() []byte {
 			frame("ADDED", o)
 		}
 	}
-	typeMeta := metav1.TypeMeta{Kind: s.full.kind, APIVersion: s.full.apiVersion}
-	bookmarkMeta := metav1.ObjectMeta{ResourceVersion: listRV, Annotations: map[string]string{"k8s.io/initial-events-end": "true"}}
-	switch s.full.kind {
-	case "Pod":
-		frame("BOOKMARK", &corev1.Pod{TypeMeta: typeMeta, ObjectMeta: bookmarkMeta})
-	default:
-		frame("BOOKMARK", &corev1.ConfigMap{TypeMeta: typeMeta, ObjectMeta: bookmarkMeta})
-	}
+	stream.Write(s.protoBookmark(true))
 	s.protoStream = stream.Bytes()
 	return s.protoStream
+}
+
+// protoFrame is one protobuf watch event as the API server writes it: a 4-byte big-endian
+// length, then a metav1.WatchEvent whose object is obj encoded in protobuf.
+func (s *server) protoFrame(typ string, obj runtime.Object) []byte {
+	var b bytes.Buffer
+	if err := s.protoSerial.Encode(obj, &b); err != nil {
+		panic(err)
+	}
+	event := must((&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: b.Bytes()}}).Marshal())
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(event)))
+	return append(out, event...)
+}
+
+// protoBookmark is bookmark in protobuf.
+func (s *server) protoBookmark(initialEnd bool) []byte {
+	typeMeta := metav1.TypeMeta{Kind: s.full.kind, APIVersion: s.full.apiVersion}
+	bookmarkMeta := metav1.ObjectMeta{ResourceVersion: listRV}
+	if initialEnd {
+		bookmarkMeta.Annotations = map[string]string{"k8s.io/initial-events-end": "true"}
+	}
+	if s.full.kind == "Pod" {
+		return s.protoFrame("BOOKMARK", &corev1.Pod{TypeMeta: typeMeta, ObjectMeta: bookmarkMeta})
+	}
+	return s.protoFrame("BOOKMARK", &corev1.ConfigMap{TypeMeta: typeMeta, ObjectMeta: bookmarkMeta})
+}
+
+// expired is the ERROR event that ends a watch with 410 Expired, in the stream's format.
+func (s *server) expired(proto bool) []byte {
+	if !proto {
+		return []byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}}` + "\n")
+	}
+	return s.protoFrame("ERROR", &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: "too old resource version", Reason: metav1.StatusReasonExpired, Code: http.StatusGone})
 }
 
 func (v *view) bookmark(initialEnd bool) []byte {
@@ -413,11 +423,26 @@ func (v *view) bookmark(initialEnd bool) []byte {
 	return []byte(fmt.Sprintf(`{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"%s","metadata":{"resourceVersion":"%s"%s}}}`+"\n", v.kind, v.apiVersion, listRV, ann))
 }
 
-func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view) {
+func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view, proto bool) {
 	q := r.URL.Query()
 	flusher := w.(http.Flusher)
+	if proto {
+		w.Header().Set("Content-Type", protobufType+";stream=watch")
+	}
 	w.WriteHeader(http.StatusOK)
-	if q.Get("sendInitialEvents") == "true" {
+	if proto && q.Get("sendInitialEvents") == "true" {
+		// As the API server writes a protobuf watch: each event's length, then its bytes,
+		// two writes through the connection's 2 KB buffer (so an event larger than that
+		// goes out as a chunk of its own).
+		for stream := s.protoWatchList(); len(stream) > 0; {
+			n := 4 + int(binary.BigEndian.Uint32(stream))
+			w.Write(stream[:4])
+			w.Write(stream[4:n])
+			stream = stream[n:]
+		}
+	} else if proto {
+		w.Write(s.protoBookmark(false))
+	} else if q.Get("sendInitialEvents") == "true" {
 		for _, o := range v.objects {
 			w.Write([]byte(`{"type":"ADDED","object":`))
 			w.Write(o)
@@ -439,7 +464,7 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	churns := make(chan churn, 4)
 	s.mu.Lock()
-	s.watchers[churns] = struct{}{}
+	s.watchers[churns] = proto
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -455,11 +480,11 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view) {
 			return
 		case c := <-churns:
 			if c.expire {
-				w.Write([]byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}}` + "\n"))
+				w.Write(s.expired(proto))
 				flusher.Flush()
 				return
 			}
-			if !s.writeChurn(w, flusher, r, c) {
+			if !s.writeChurn(w, flusher, r, c, proto) {
 				return
 			}
 		}
@@ -475,8 +500,16 @@ func (s *server) startChurn(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "events must be in 1..7000000", http.StatusBadRequest)
 		return
 	}
-	for i := 0; i < events && i < len(s.objects); i++ {
-		s.template(s.churnObject(i))
+	s.mu.Lock()
+	formats := map[bool]bool{}
+	for _, proto := range s.watchers {
+		formats[proto] = true
+	}
+	s.mu.Unlock()
+	for proto := range formats {
+		for i := 0; i < events && i < len(s.objects); i++ {
+			s.template(s.churnObject(i), proto)
+		}
 	}
 	s.mu.Lock()
 	c := churn{events: events, rate: rate, firstRV: s.nextRV}
@@ -505,9 +538,12 @@ func (s *server) churnObject(i int) int {
 	return (i * 7919) % len(s.objects)
 }
 
-func (s *server) template(obj int) *eventTemplate {
+func (s *server) template(obj int, proto bool) *eventTemplate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if proto {
+		return s.protoTemplate(obj)
+	}
 	if t, ok := s.templates[obj]; ok {
 		return t
 	}
@@ -528,13 +564,36 @@ func (s *server) template(obj int) *eventTemplate {
 	return t
 }
 
+// protoTemplate is template in protobuf: the object's JSON with its placeholders made
+// distinct (a protobuf object has other runs of zeros, in its container IDs), decoded into
+// its Go type and framed; s.mu is held.
+func (s *server) protoTemplate(obj int) *eventTemplate {
+	if t, ok := s.protoTemplates[obj]; ok {
+		return t
+	}
+	rvMark, sentMark := strings.Repeat("R", len(rvPlaceholder)), strings.Repeat("S", len(sentPlaceholder))
+	doc := bytes.Replace(s.marshalChurn(obj), []byte(`"resourceVersion":"`+rvPlaceholder+`"`), []byte(`"resourceVersion":"`+rvMark+`"`), 1)
+	doc = bytes.Replace(doc, []byte(`"`+sentAnnotation+`":"`+sentPlaceholder+`"`), []byte(`"`+sentAnnotation+`":"`+sentMark+`"`), 1)
+	items, err := meta.ExtractList(s.newList([][]byte{doc}))
+	if err != nil {
+		panic(err)
+	}
+	frame := s.protoFrame("MODIFIED", items[0])
+	t := &eventTemplate{line: frame, rvAt: bytes.Index(frame, []byte(rvMark)), sentAt: bytes.Index(frame, []byte(sentMark))}
+	if t.rvAt < 0 || t.sentAt < 0 || bytes.Count(frame, []byte(rvMark)) != 1 || bytes.Count(frame, []byte(sentMark)) != 1 {
+		panic("protobuf churn template without its placeholders once each")
+	}
+	s.protoTemplates[obj] = t
+	return t
+}
+
 // writeChurn writes one churn's events, paced when it has a rate; false when the client went
 // away.
-func (s *server) writeChurn(w http.ResponseWriter, flusher http.Flusher, r *http.Request, c churn) bool {
+func (s *server) writeChurn(w http.ResponseWriter, flusher http.Flusher, r *http.Request, c churn, proto bool) bool {
 	start := time.Now()
 	buf := make([]byte, 0, 64<<10)
 	for i := 0; i < c.events; i++ {
-		t := s.template(s.churnObject(i))
+		t := s.template(s.churnObject(i), proto)
 		if c.rate > 0 {
 			if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(c.rate))); wait > 0 {
 				time.Sleep(wait)
