@@ -163,7 +163,24 @@ fn main() {
         lister_table(&mut table, &go_bin, &clients, n, runs);
     }
     if section("memory") {
-        memory_table(&mut table, &go_bin, &clients, n, runs);
+        // Also on protobuf, client-go's default: a WatchList's frames and a relist's pages.
+        let memory_clients: [(&str, PathBuf, &[&str]); 6] = [
+            clients[0].clone(),
+            clients[1].clone(),
+            clients[2].clone(),
+            clients[3].clone(),
+            (
+                "informer-gen (lean, protobuf)",
+                ours.clone(),
+                &["--lean", "--protobuf"],
+            ),
+            (
+                "client-go (protobuf)",
+                go_bin.join("bench-clientgo"),
+                &["--protobuf"],
+            ),
+        ];
+        memory_table(&mut table, &go_bin, &memory_clients, n, runs);
     }
     if section("generator") || section("check") || section("check-projects") {
         if let Some(generators) = Generators::prepare(&mut table, &go_bin) {
@@ -179,7 +196,7 @@ fn main() {
         }
     }
     if section("events") {
-        let event_clients: [(&str, PathBuf, &[&str]); 5] = [
+        let event_clients: [(&str, PathBuf, &[&str]); 7] = [
             (
                 "informer-gen (lean, streams)",
                 ours.clone(),
@@ -197,6 +214,17 @@ fn main() {
             ),
             ("client-go", go_bin.join("bench-clientgo"), &[]),
             ("kube-rs", here.join("bench-kube-rs"), &[]),
+            // Protobuf, client-go's default (kube-rs has none).
+            (
+                "informer-gen (lean, streams, protobuf)",
+                ours.clone(),
+                &["--lean", "--streams", "--protobuf"],
+            ),
+            (
+                "client-go (protobuf)",
+                go_bin.join("bench-clientgo"),
+                &["--protobuf"],
+            ),
         ];
         event_table(&mut table, &go_bin, &event_clients, n, runs);
     }
@@ -431,9 +459,15 @@ fn lister_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, 
 
 /// Peak ÷ steady memory of the initial sync and of a relist forced by a 410 from the watch,
 /// with WatchList and with a paged list, over Pods no two of which share a spec.
-fn memory_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, runs: usize) {
+fn memory_table(
+    table: &mut String,
+    go_bin: &Path,
+    clients: &[(&str, PathBuf, &[&str])],
+    n: usize,
+    runs: usize,
+) {
     table.push_str(&format!(
-        "\n\nPeak ÷ steady memory over {n} Pods (pods-unique: nothing to share), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started.\n\n"
+        "\n\nPeak ÷ steady memory over {n} Pods (pods-unique: nothing to share), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started. JSON but the protobuf rows (the server writes a protobuf WatchList event by event, as the API server does).\n\n"
     ));
     table.push_str("| list | client | steady heap | initial sync: peak ÷ steady heap | RSS | relist: peak ÷ steady heap | RSS | relist time |\n|---|---|---|---|---|---|---|---|\n");
     let server = replay(go_bin, "pods-unique", n);
@@ -493,7 +527,7 @@ fn event_table(
     let paced = arg("--paced-events").unwrap_or_else(|| "3000".into());
     let rate = arg("--rate").unwrap_or_else(|| "1000".into());
     table.push_str(&format!(
-        "\n\nWatch events over {n} synced Pods (pods-shared), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. Ratios are against the first row.\n\n"
+        "\n\nWatch events over {n} synced Pods (pods-shared), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. JSON but the protobuf rows (client-go's default; kube-rs has none). Ratios are against the first row of the same wire format.\n\n"
     ));
     table.push_str("| handlers | client | events/s | first ÷ it | CPU s per 1M events | first ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|\n");
     let server = replay(go_bin, "pods-shared", n);
@@ -522,9 +556,16 @@ fn event_table(
                 col("p99_us"),
             ));
         }
-        let (lean_rate, lean_cpu) = (rows[0].1.0, rows[0].2.0);
+        // Each row against the first of its wire format.
+        let first_of = |name: &str| {
+            rows.iter()
+                .position(|r| r.0.contains("protobuf") == name.contains("protobuf"))
+                .expect("a row of its format")
+        };
         for (i, (name, eps, cpu, p50, p99)) in rows.iter().enumerate() {
-            let (r_eps, r_cpu) = if i == 0 {
+            let first = first_of(name);
+            let (lean_rate, lean_cpu) = (rows[first].1.0, rows[first].2.0);
+            let (r_eps, r_cpu) = if i == first {
                 ("—".to_string(), "—".to_string())
             } else {
                 (
