@@ -73,7 +73,7 @@ type server struct {
 	newList     func(items [][]byte) runtime.Object // a typed list of the objects (JSON in)
 	protoPages  map[int][][]byte
 	protoSerial runtime.Serializer
-	protoStream []byte // the WatchList stream in protobuf (built on first use)
+	protoEvents [][]byte // the WatchList stream in protobuf, one frame per event (built on first use)
 
 	// Churn: templates of MODIFIED events (built on first use; JSON lines, protobuf frames)
 	// and the open watch streams (true: protobuf).
@@ -356,29 +356,26 @@ func (s *server) protoPagesFor(limit int) [][]byte {
 	return pages
 }
 
-// protoWatchList is the WatchList stream in protobuf, as the API server writes one: each
-// object ADDED, then the initial-events-end BOOKMARK, each a length-prefixed
-// metav1.WatchEvent whose object is the protobuf-encoded object.
-func (s *server) protoWatchList() []byte {
+// protoWatchList is the WatchList stream in protobuf, one frame per event (protoFrame):
+// each object ADDED, then the initial-events-end BOOKMARK.
+func (s *server) protoWatchList() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.protoStream != nil {
-		return s.protoStream
+	if s.protoEvents != nil {
+		return s.protoEvents
 	}
-	var stream bytes.Buffer
-	frame := func(typ string, obj runtime.Object) { stream.Write(s.protoFrame(typ, obj)) }
+	var events [][]byte
 	for start := 0; start < len(s.objects); start += 1000 {
 		items, err := meta.ExtractList(s.newList(s.objects[start:min(start+1000, len(s.objects))]))
 		if err != nil {
 			panic(err)
 		}
 		for _, o := range items {
-			frame("ADDED", o)
+			events = append(events, s.protoFrame("ADDED", o))
 		}
 	}
-	stream.Write(s.protoBookmark(true))
-	s.protoStream = stream.Bytes()
-	return s.protoStream
+	s.protoEvents = append(events, s.protoBookmark(true))
+	return s.protoEvents
 }
 
 // protoFrame is one protobuf watch event as the API server writes it: a 4-byte big-endian
@@ -434,11 +431,9 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view, proto bo
 		// As the API server writes a protobuf watch: each event's length, then its bytes,
 		// two writes through the connection's 2 KB buffer (so an event larger than that
 		// goes out as a chunk of its own).
-		for stream := s.protoWatchList(); len(stream) > 0; {
-			n := 4 + int(binary.BigEndian.Uint32(stream))
-			w.Write(stream[:4])
-			w.Write(stream[4:n])
-			stream = stream[n:]
+		for _, frame := range s.protoWatchList() {
+			w.Write(frame[:4])
+			w.Write(frame[4:])
 		}
 	} else if proto {
 		w.Write(s.protoBookmark(false))
