@@ -191,6 +191,9 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
     fn has_synced(&self) -> bool {
         self.state.lock().population.has_synced()
     }
+    fn synced_notify(&self) -> Arc<tokio::sync::Notify> {
+        self.state.lock().population.synced_notify()
+    }
 
     fn len(&self) -> usize {
         self.state.lock().order.len()

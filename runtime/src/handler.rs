@@ -10,7 +10,8 @@
 //! - `queue_depth` counts events queued and not yet fully handled (the one being handled
 //!   included).
 //! - A registration's `has_synced` is true once the informer has synced and this handler
-//!   has finished handling every event flagged `is_in_initial_list` it was given.
+//!   has finished handling every event flagged `is_in_initial_list` it was given;
+//!   `wait_for_sync` is woken by either becoming true (it does not poll).
 //! - After removal, a handler is called for no further event.
 
 use std::any::Any;
@@ -125,7 +126,19 @@ pub(crate) struct ListenerShared {
     pub(crate) depth: AtomicUsize,
     pub(crate) initial_pending: AtomicUsize,
     pub(crate) stopped: AtomicBool,
+    /// Notified each time an event is handled (or the consumer stops).
     pub(crate) drained: Notify,
+    /// Notified when `initial_pending` drops to 0.
+    pub(crate) initial_done: Notify,
+}
+
+impl ListenerShared {
+    /// One initial event fewer pending.
+    fn initial_handled(&self) {
+        if self.initial_pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.initial_done.notify_waiters();
+        }
+    }
 }
 
 /// The informer's side of one handler: where its events are queued.
@@ -152,7 +165,7 @@ impl<K> Listener<K> {
         if self.tx.send(event).is_err() {
             self.shared.depth.fetch_sub(1, Ordering::AcqRel);
             if initial {
-                self.shared.initial_pending.fetch_sub(1, Ordering::AcqRel);
+                self.shared.initial_handled();
             }
             return false;
         }
@@ -176,7 +189,7 @@ impl<K> Listener<K> {
 
 fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
     if event.is_initial_add() {
-        shared.initial_pending.fetch_sub(1, Ordering::AcqRel);
+        shared.initial_handled();
     }
     shared.depth.fetch_sub(1, Ordering::AcqRel);
     shared.drained.notify_waiters();
@@ -231,6 +244,8 @@ pub struct HandlerRegistration {
     pub(crate) id: u64,
     pub(crate) shared: Arc<ListenerShared>,
     pub(crate) informer_synced: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// Notified when `informer_synced` turns true.
+    pub(crate) informer_synced_notify: Arc<Notify>,
 }
 
 impl std::fmt::Debug for HandlerRegistration {
@@ -253,8 +268,19 @@ impl HandlerRegistration {
 
     /// Waits until [`has_synced`](Self::has_synced).
     pub async fn wait_for_sync(&self) {
-        while !self.has_synced() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        loop {
+            let informer_synced = self.informer_synced_notify.notified();
+            let initial_done = self.shared.initial_done.notified();
+            tokio::pin!(informer_synced, initial_done);
+            informer_synced.as_mut().enable();
+            initial_done.as_mut().enable();
+            if self.has_synced() {
+                return;
+            }
+            tokio::select! {
+                _ = informer_synced => {}
+                _ = initial_done => {}
+            }
         }
     }
 

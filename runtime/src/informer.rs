@@ -120,6 +120,9 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
     fn has_synced(&self) -> bool {
         delegate!(self, q => q.has_synced())
     }
+    fn synced_notify(&self) -> Arc<tokio::sync::Notify> {
+        delegate!(self, q => q.synced_notify())
+    }
     fn len(&self) -> usize {
         delegate!(self, q => q.len())
     }
@@ -255,18 +258,13 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     }
 
     /// Waits until [`has_synced`](Self::has_synced); `false` if the informer was shut down first.
+    /// Woken when the last batch of the first list has been applied (no polling).
     pub async fn wait_for_sync(&self) -> bool {
-        loop {
-            if self.has_synced() {
-                return true;
-            }
-            if self.inner.cancel.is_cancelled() {
-                return false;
-            }
-            tokio::select! {
-                _ = self.inner.cancel.cancelled() => {}
-                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-            }
+        let synced = self.inner.queue.synced_notify();
+        tokio::select! {
+            biased;
+            _ = crate::queue::wait_until(&synced, || self.has_synced()) => true,
+            _ = self.inner.cancel.cancelled() => self.has_synced(),
         }
     }
 
@@ -360,6 +358,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         let registration = HandlerRegistration {
             id: l.id,
             shared: l.shared.clone(),
+            informer_synced_notify: queue.synced_notify(),
             informer_synced: Arc::new(move || queue.has_synced()),
         };
         {

@@ -15,7 +15,10 @@
 //!
 //! Invariants of every implementation:
 //! - `has_synced` is false until the first `replace_finish` (or a direct add/update/delete)
-//!   has happened and every delta queued before it has been popped.
+//!   has happened and every delta queued before it has been popped; once true it stays
+//!   true. When it turns true, everything waiting on [`Queue::synced_notify`] is woken
+//!   (the last initial batch is applied before a woken waiter can see `has_synced`, since
+//!   both happen under the queue's lock).
 //! - `is_in_initial_list` of a popped batch is `!has_synced()` just before that pop.
 //! - After `replace_finish(seen)`, the state obtained by applying every queued delta to the
 //!   store holds exactly the keys in `seen`: each other key the store or the queue knew of
@@ -27,6 +30,8 @@
 //!   what was still queued is dropped.
 
 use std::sync::Arc;
+
+use tokio::sync::Notify;
 
 use crate::delta::Delta;
 use crate::key::{KeySet, ObjectKey};
@@ -79,6 +84,8 @@ pub trait Queue<K>: Send + Sync {
     ) -> impl std::future::Future<Output = Option<R>> + Send + 'a;
     /// Whether the initial population has been popped.
     fn has_synced(&self) -> bool;
+    /// Notified when `has_synced` turns true; see [`wait_until`] for how to wait on it.
+    fn synced_notify(&self) -> Arc<Notify>;
     /// Number of queued batches (keys for the DeltaFIFO, deltas for the in-order FIFO).
     fn len(&self) -> usize;
     /// True when nothing is queued.
@@ -110,6 +117,21 @@ pub(crate) async fn pop_locked<S, K, R>(
             if let Some(popped) = take(&mut st) {
                 return Some(apply(popped));
             }
+        }
+        notified.await;
+    }
+}
+
+/// Waits until `done()` is true, looking again each time `notify` wakes its waiters. The
+/// wake-up is registered before `done` is looked at, so a change between the look and the
+/// wait is not missed.
+pub(crate) async fn wait_until(notify: &Notify, done: impl Fn() -> bool) {
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if done() {
+            return;
         }
         notified.await;
     }
@@ -153,11 +175,13 @@ pub enum QueueMode {
     DeltaFifo,
 }
 
-/// Tracks when a queue's initial population has been popped (shared by both queues).
+/// Tracks when a queue's initial population has been popped (shared by both queues), and
+/// wakes the waiters of [`Population::synced_notify`] when it has.
 #[derive(Debug, Default)]
 pub(crate) struct Population {
     populated: bool,
     initial_remaining: usize,
+    synced: Arc<Notify>,
 }
 
 impl Population {
@@ -166,6 +190,18 @@ impl Population {
         if !self.populated {
             self.populated = true;
             self.initial_remaining = queued;
+            self.wake_if_synced();
+        }
+    }
+
+    /// Notified once `has_synced` turns true.
+    pub(crate) fn synced_notify(&self) -> Arc<Notify> {
+        self.synced.clone()
+    }
+
+    fn wake_if_synced(&self) {
+        if self.has_synced() {
+            self.synced.notify_waiters();
         }
     }
 
@@ -179,6 +215,7 @@ impl Population {
         let initial = !self.has_synced();
         if self.initial_remaining > 0 {
             self.initial_remaining -= 1;
+            self.wake_if_synced();
         }
         initial
     }

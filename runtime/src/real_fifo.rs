@@ -156,6 +156,9 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
     fn has_synced(&self) -> bool {
         self.state.lock().population.has_synced()
     }
+    fn synced_notify(&self) -> Arc<tokio::sync::Notify> {
+        self.state.lock().population.synced_notify()
+    }
 
     fn len(&self) -> usize {
         self.state.lock().items.len()

@@ -440,6 +440,83 @@ async fn has_synced_per_registration_waits_for_the_handler() {
     inf.shutdown().await;
 }
 
+/// With the clock paused, a wait that polled would let it run on (by its poll interval);
+/// a wait that is woken when the last initial object is applied or handled ends with the
+/// clock where it started.
+#[tokio::test(start_paused = true)]
+async fn waits_for_sync_are_woken_not_polled() {
+    for (watch_list, queue_mode) in [
+        (WatchListMode::Auto, QueueMode::InOrder),
+        (WatchListMode::Never, QueueMode::InOrder),
+        (WatchListMode::Auto, QueueMode::DeltaFifo),
+    ] {
+        let case = format!("{watch_list:?}, {queue_mode:?}");
+        let server = FakeApiServer::new();
+        for i in 0..5 {
+            server.create(cm("ns", &format!("cm{i}"), &[]));
+        }
+        let inf = SharedIndexInformer::new(server.clone(), options(watch_list, queue_mode));
+        let mut stream = inf.stream().unwrap();
+        let registration = stream.registration().clone();
+        // The stream's initial events are taken only once the informer is seen synced.
+        let go = Arc::new(tokio::sync::Notify::new());
+        let handled = tokio::spawn({
+            let go = go.clone();
+            async move {
+                go.notified().await;
+                for _ in 0..5 {
+                    stream.next().await.expect("initial event");
+                }
+                stream
+            }
+        });
+        let t0 = tokio::time::Instant::now();
+        inf.start().unwrap();
+        assert!(inf.wait_for_sync().await);
+        assert_eq!(inf.indexer().len(), 5, "{case}");
+        assert_eq!(t0.elapsed(), Duration::ZERO, "{case}: the informer's wait was not woken at once");
+        assert!(!registration.has_synced(), "{case}: initial events not yet taken");
+        go.notify_one();
+        registration.wait_for_sync().await;
+        assert!(registration.has_synced());
+        assert_eq!(t0.elapsed(), Duration::ZERO, "{case}: the registration's wait was not woken at once");
+        drop(handled.await.unwrap());
+        inf.shutdown().await;
+    }
+}
+
+/// An informer with nothing to list is synced by its first (empty) list, and a wait that
+/// began before it is woken by it.
+#[tokio::test(start_paused = true)]
+async fn an_empty_first_list_wakes_a_waiting_sync() {
+    let server = FakeApiServer::<ConfigMap>::new();
+    let inf = informer(&server, WatchListMode::Never);
+    let waiter = tokio::spawn({
+        let inf = inf.clone();
+        async move { inf.wait_for_sync().await }
+    });
+    tokio::task::yield_now().await;
+    let t0 = tokio::time::Instant::now();
+    inf.start().unwrap();
+    assert!(waiter.await.unwrap());
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+    inf.shutdown().await;
+}
+
+/// A wait for sync on an informer shut down before syncing ends, reporting it not synced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_for_sync_ends_when_the_informer_is_shut_down() {
+    let server = FakeApiServer::<ConfigMap>::new();
+    let inf = informer(&server, WatchListMode::Never);
+    let waiter = tokio::spawn({
+        let inf = inf.clone();
+        async move { inf.wait_for_sync().await }
+    });
+    inf.shutdown().await;
+    let synced = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("the wait ended").unwrap();
+    assert!(!synced);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removed_handler_gets_nothing_more() {
     let server = FakeApiServer::new();

@@ -257,8 +257,8 @@ async fn run_events(
     let (Some((counter, registrations)), Some(args)) = (handlers, EventArgs::from_args()) else {
         return;
     };
-    while !registrations.iter().all(HandlerRegistration::has_synced) {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    for registration in &registrations {
+        registration.wait_for_sync().await;
     }
     event_ops(name, server, &counter, &args).await;
 }
