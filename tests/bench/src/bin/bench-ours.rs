@@ -469,9 +469,11 @@ async fn main() {
             watch_list,
             ..Default::default()
         };
+        // The client is made before the clock and the heap count start, as for kube-rs.
+        let client = client(&server);
         let before = (live_heap(), rss());
         let start = Instant::now();
-        let factory = informer_gen_sample::new_factory(client(&server), options);
+        let factory = informer_gen_sample::new_factory(client, options);
         if flag("--metadata") {
             let name = "informer-gen (metadata)";
             match resource.as_str() {
