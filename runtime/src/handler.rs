@@ -10,8 +10,9 @@
 //! - `queue_depth` counts events queued and not yet fully handled (the one being handled
 //!   included).
 //! - A registration's `has_synced` is true once the informer has synced and this handler
-//!   has finished handling every event flagged `is_in_initial_list` it was given;
-//!   `wait_for_sync` is woken by either becoming true (it does not poll).
+//!   has finished handling every event flagged `is_in_initial_list` it was given.
+//!   Its `wait_for_sync` is woken by either becoming true (it does not poll), and ends with
+//!   `false` once the handler is removed or the informer shut down before that.
 //! - After removal, a handler is called for no further event.
 
 use std::any::Any;
@@ -128,15 +129,22 @@ pub(crate) struct ListenerShared {
     pub(crate) stopped: AtomicBool,
     /// Notified each time an event is handled (or the consumer stops).
     pub(crate) drained: Notify,
-    /// Notified when `initial_pending` drops to 0.
-    pub(crate) initial_done: Notify,
+    /// Notified when `initial_pending` drops to 0 and when the consumer stops.
+    pub(crate) sync_changed: Notify,
 }
 
 impl ListenerShared {
+    /// Marks the consumer stopped and wakes whoever waits on its queue or its sync.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        self.drained.notify_waiters();
+        self.sync_changed.notify_waiters();
+    }
+
     /// One initial event fewer pending.
     fn initial_handled(&self) {
         if self.initial_pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.initial_done.notify_waiters();
+            self.sync_changed.notify_waiters();
         }
     }
 }
@@ -246,6 +254,8 @@ pub struct HandlerRegistration {
     pub(crate) informer_synced: Arc<dyn Fn() -> bool + Send + Sync>,
     /// Notified when `informer_synced` turns true.
     pub(crate) informer_synced_notify: Arc<Notify>,
+    /// Cancelled when the informer shuts down.
+    pub(crate) informer_stopped: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for HandlerRegistration {
@@ -266,20 +276,26 @@ impl HandlerRegistration {
         self.shared.depth.load(Ordering::Acquire)
     }
 
-    /// Waits until [`has_synced`](Self::has_synced).
-    pub async fn wait_for_sync(&self) {
+    /// Waits until [`has_synced`](Self::has_synced) and returns `true`; returns `false` if
+    /// the handler is removed or the informer shut down first (client-go's
+    /// `WaitForCacheSync` with the informer's stop channel).
+    pub async fn wait_for_sync(&self) -> bool {
         loop {
             let informer_synced = self.informer_synced_notify.notified();
-            let initial_done = self.shared.initial_done.notified();
-            tokio::pin!(informer_synced, initial_done);
+            let sync_changed = self.shared.sync_changed.notified();
+            tokio::pin!(informer_synced, sync_changed);
             informer_synced.as_mut().enable();
-            initial_done.as_mut().enable();
+            sync_changed.as_mut().enable();
             if self.has_synced() {
-                return;
+                return true;
+            }
+            if self.is_removed() || self.informer_stopped.is_cancelled() {
+                return false;
             }
             tokio::select! {
                 _ = informer_synced => {}
-                _ = initial_done => {}
+                _ = sync_changed => {}
+                _ = self.informer_stopped.cancelled() => {}
             }
         }
     }
@@ -320,7 +336,6 @@ impl<K> Stream for EventStream<K> {
 
 impl<K> Drop for EventStream<K> {
     fn drop(&mut self) {
-        self.registration.shared.stopped.store(true, Ordering::Release);
-        self.registration.shared.drained.notify_waiters();
+        self.registration.shared.stop();
     }
 }

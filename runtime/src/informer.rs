@@ -331,8 +331,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     pub fn remove_event_handler(&self, registration: &HandlerRegistration) {
         let mut listeners = self.inner.listeners.lock();
         listeners.retain(|l| l.id != registration.id);
-        registration.shared.stopped.store(true, Ordering::Release);
-        registration.shared.drained.notify_waiters();
+        registration.shared.stop();
     }
 
     /// Number of registered handlers and streams.
@@ -359,6 +358,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             id: l.id,
             shared: l.shared.clone(),
             informer_synced_notify: queue.synced_notify(),
+            informer_stopped: self.inner.cancel.clone(),
             informer_synced: Arc::new(move || queue.has_synced()),
         };
         {
@@ -400,8 +400,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         self.inner.queue.close();
         let listeners: Vec<_> = std::mem::take(&mut *self.inner.listeners.lock());
         for l in &listeners {
-            l.shared.stopped.store(true, Ordering::Release);
-            l.shared.drained.notify_waiters();
+            l.shared.stop();
         }
         drop(listeners);
         let tasks: Vec<_> = std::mem::take(&mut *self.inner.tasks.lock());

@@ -84,7 +84,8 @@ pub trait Queue<K>: Send + Sync {
     ) -> impl std::future::Future<Output = Option<R>> + Send + 'a;
     /// Whether the initial population has been popped.
     fn has_synced(&self) -> bool;
-    /// Notified when `has_synced` turns true; see [`wait_until`] for how to wait on it.
+    /// Notified when `has_synced` turns true. A waiter registers its wake-up
+    /// (`Notified::enable`) before it reads `has_synced`, so the turn is not missed.
     fn synced_notify(&self) -> Arc<Notify>;
     /// Number of queued batches (keys for the DeltaFIFO, deltas for the in-order FIFO).
     fn len(&self) -> usize;

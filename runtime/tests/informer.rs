@@ -503,6 +503,30 @@ async fn an_empty_first_list_wakes_a_waiting_sync() {
     inf.shutdown().await;
 }
 
+/// A registration's wait for sync ends, reporting it not synced, when its handler is removed
+/// or its informer shut down before it synced (client-go's `WaitForCacheSync` with the
+/// informer's stop channel), instead of waiting for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_wait_ends_when_its_handler_is_removed_or_the_informer_shut_down() {
+    let server = FakeApiServer::<ConfigMap>::new();
+    let inf = informer(&server, WatchListMode::Never);
+    let removed = inf.add_event_handler(Recorder::default()).unwrap();
+    let kept = inf.add_event_handler(Recorder::default()).unwrap();
+    let wait = |r: &informer_runtime::HandlerRegistration| {
+        let r = r.clone();
+        tokio::spawn(async move { r.wait_for_sync().await })
+    };
+    let (on_removed, on_kept) = (wait(&removed), wait(&kept));
+    tokio::task::yield_now().await;
+    inf.remove_event_handler(&removed);
+    let ended = tokio::time::timeout(Duration::from_secs(10), on_removed).await.expect("ended on removal").unwrap();
+    assert!(!ended);
+    assert!(!on_kept.is_finished(), "the other registration still waits");
+    inf.shutdown().await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), on_kept).await.expect("ended on shutdown").unwrap();
+    assert!(!ended);
+}
+
 /// A wait for sync on an informer shut down before syncing ends, reporting it not synced.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_for_sync_ends_when_the_informer_is_shut_down() {

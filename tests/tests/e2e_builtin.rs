@@ -106,7 +106,7 @@ async fn built_in_kinds_informers_and_listers_follow_the_server() {
     assert_eq!(cm_lister.list(&ours).len(), 30);
     assert_eq!(pod_lister.list(&ours).len(), 12);
     assert_eq!(deploy_lister.deployments(ns).get("web").unwrap().spec.as_ref().unwrap().replicas, Some(2));
-    cm_reg.wait_for_sync().await;
+    assert!(cm_reg.wait_for_sync().await);
     let initial: Vec<Seen> = cm_log.seen().into_iter().filter(|s| s.key.starts_with(&format!("{ns}/"))).collect();
     assert_eq!(initial.len(), 30);
     assert!(initial.iter().all(|s| s.kind == "ADDED" && s.initial));

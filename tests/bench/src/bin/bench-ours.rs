@@ -258,7 +258,7 @@ async fn run_events(
         return;
     };
     for registration in &registrations {
-        registration.wait_for_sync().await;
+        assert!(registration.wait_for_sync().await, "handler synced");
     }
     event_ops(name, server, &counter, &args).await;
 }
