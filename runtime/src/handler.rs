@@ -183,15 +183,10 @@ impl<K> Listener<K> {
     /// Waits until the queue is within its bound (immediately when unbounded).
     pub(crate) async fn wait_within_bound(&self) {
         let Some(bound) = self.bound else { return };
-        loop {
-            let notified = self.shared.drained.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.shared.depth.load(Ordering::Acquire) <= bound || self.shared.stopped.load(Ordering::Acquire) {
-                return;
-            }
-            notified.await;
-        }
+        crate::queue::wait_until(&self.shared.drained, || {
+            self.shared.depth.load(Ordering::Acquire) <= bound || self.shared.stopped.load(Ordering::Acquire)
+        })
+        .await;
     }
 }
 
