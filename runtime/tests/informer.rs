@@ -485,16 +485,19 @@ async fn waits_for_sync_are_woken_not_polled() {
     }
 }
 
+/// `inf.wait_for_sync()` on a task of its own.
+fn waiting_for_sync(inf: &SharedIndexInformer<ConfigMap>) -> tokio::task::JoinHandle<bool> {
+    let inf = inf.clone();
+    tokio::spawn(async move { inf.wait_for_sync().await })
+}
+
 /// An informer with nothing to list is synced by its first (empty) list, and a wait that
 /// began before it is woken by it.
 #[tokio::test(start_paused = true)]
 async fn an_empty_first_list_wakes_a_waiting_sync() {
     let server = FakeApiServer::<ConfigMap>::new();
     let inf = informer(&server, WatchListMode::Never);
-    let waiter = tokio::spawn({
-        let inf = inf.clone();
-        async move { inf.wait_for_sync().await }
-    });
+    let waiter = waiting_for_sync(&inf);
     tokio::task::yield_now().await;
     let t0 = tokio::time::Instant::now();
     inf.start().unwrap();
@@ -532,10 +535,7 @@ async fn a_registration_wait_ends_when_its_handler_is_removed_or_the_informer_sh
 async fn a_wait_for_sync_ends_when_the_informer_is_shut_down() {
     let server = FakeApiServer::<ConfigMap>::new();
     let inf = informer(&server, WatchListMode::Never);
-    let waiter = tokio::spawn({
-        let inf = inf.clone();
-        async move { inf.wait_for_sync().await }
-    });
+    let waiter = waiting_for_sync(&inf);
     inf.shutdown().await;
     let synced = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("the wait ended").unwrap();
     assert!(!synced);
