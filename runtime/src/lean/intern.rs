@@ -10,10 +10,14 @@
 //! A table also remembers, for a bounded number of recent values, the protobuf bytes each
 //! was decoded from (see `crate::proto::offered`), so equal bytes give the held value without
 //! being decoded again. That memory (one lock of its own, never held while a shard's is
-//! taken) holds at most [`MAX_ENCODINGS`] entries and [`MAX_ENCODED_BYTES`] bytes per table,
-//! is emptied whenever it would grow past them and at every sweep of any shard (so it never
-//! keeps a value from being swept for long), and is paused (its memory freed) for a while
-//! for a type whose bytes rarely repeat (where it would only cost).
+//! taken) has a bound in bytes, and one entry per [`BYTES_PER_ENCODING`] of it; it never
+//! holds (nor has room for) more. It is emptied whenever it would grow past its bound and at
+//! every sweep of any shard (so it never keeps a value from being swept for long). The bound
+//! starts at [`FIRST_ENCODED_BYTES`] and doubles, up to [`MAX_ENCODED_BYTES`], each time the
+//! memory fills after at least half the values decoded since it last started again were
+//! already held (a larger memory would have spared their decoding); so a type whose values
+//! are all new keeps a small memory. The memory is paused (freed, its bound back to the
+//! first) for a while for a type whose bytes rarely repeat (where it would only cost).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -37,10 +41,15 @@ const SHARDS: usize = 16;
 /// Entries a table holds, over all its shards, before its shards first sweep.
 const FIRST_SWEEP: usize = 4096;
 
-/// Most encodings a table remembers at once.
-pub(crate) const MAX_ENCODINGS: usize = 4096;
-/// Most bytes of encodings a table remembers at once.
+/// The bound, in bytes, of a table's memory of encodings at first and after a pause.
+pub(crate) const FIRST_ENCODED_BYTES: usize = 16 << 10;
+/// The largest bound, in bytes, of a table's memory of encodings.
 pub(crate) const MAX_ENCODED_BYTES: usize = 256 << 10;
+/// Bytes of bound per entry the memory of encodings may hold.
+pub(crate) const BYTES_PER_ENCODING: usize = 64;
+/// The longest encoding remembered (one always fits an emptied memory).
+pub(crate) const MAX_ENCODING_LEN: usize = MAX_ENCODED_BYTES / 16;
+const _: () = assert!(MAX_ENCODING_LEN <= FIRST_ENCODED_BYTES && FIRST_ENCODED_BYTES <= MAX_ENCODED_BYTES);
 /// Lookups by encoding judged at a time: fewer than 1 in 16 found pauses them.
 const ENCODING_WINDOW: u32 = 1024;
 /// Decodes that skip the lookup by encoding after a window judged not worth it.
@@ -103,6 +112,10 @@ pub struct TableStats {
     pub misses: u64,
     /// Decodes skipped because equal encoded bytes were remembered.
     pub reused_encodings: u64,
+    /// The bound, in bytes, of the memory of encodings now.
+    pub encodings_bound: usize,
+    /// Heap the memory of encodings holds, about (its buffers' capacity).
+    pub encodings_heap: usize,
 }
 
 impl<H> Shard<H> {
@@ -121,6 +134,9 @@ impl<H: Held> Table<H> {
                 encodings: Encodings {
                     by_hash: std::collections::HashMap::with_hasher(Hasher_::with_seed(0x5eed_1ea5)),
                     arena: Vec::new(),
+                    bound: FIRST_ENCODED_BYTES,
+                    decoded_held: 0,
+                    decoded_new: 0,
                 },
                 reused: 0,
                 window: 0,
@@ -180,21 +196,22 @@ impl<H: Held> Table<H> {
         H: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        self.find_or_add(self.hasher.hash_one(key), key, |h, key| <H as Borrow<Q>>::borrow(h) == *key, |_| make())
+        self.find_or_add(self.hasher.hash_one(key), key, |h, key| <H as Borrow<Q>>::borrow(h) == *key, |_| make()).map(|(held, _)| held)
     }
 
     /// The held handle of hash `hash` that `is(held, &key)` says is equal to `key` (a hit),
     /// or the one `make(key)` builds, now held (a miss); `make`'s error leaves the table
-    /// unchanged. The one find-or-add step every intern takes, under the shard's lock.
-    fn find_or_add<K, E>(&self, hash: u64, key: K, is: impl Fn(&H, &K) -> bool, make: impl FnOnce(K) -> Result<H, E>) -> Result<H, E> {
+    /// unchanged. The one find-or-add step every intern takes, under the shard's lock. With
+    /// the handle, whether it was found.
+    fn find_or_add<K, E>(&self, hash: u64, key: K, is: impl Fn(&H, &K) -> bool, make: impl FnOnce(K) -> Result<H, E>) -> Result<(H, bool), E> {
         let mut inner = self.shard(hash).inner.lock();
         if let Some(found) = inner.set.find(hash, |h| is(h, &key)) {
             let found = found.clone();
             inner.hits += 1;
-            return Ok(found);
+            return Ok((found, true));
         }
         let made = make(key)?;
-        Ok(self.add(&mut inner, hash, made))
+        Ok((self.add(&mut inner, hash, made), false))
     }
 
     /// Drops every entry nobody else references; returns how many are left.
@@ -213,7 +230,11 @@ impl<H: Held> Table<H> {
 
     /// The table's counters.
     pub fn stats(&self) -> TableStats {
-        let mut stats = TableStats { reused_encodings: self.memory.lock().reused, ..TableStats::default() };
+        let mut stats = {
+            let memory = self.memory.lock();
+            let encodings = &memory.encodings;
+            TableStats { reused_encodings: memory.reused, encodings_bound: encodings.bound, encodings_heap: encodings.heap(), ..TableStats::default() }
+        };
         for shard in &self.shards {
             let inner = shard.inner.lock();
             stats.entries += inner.set.len();
@@ -252,29 +273,42 @@ impl<T: Hash + Eq> Table<Arc<T>> {
     /// [`Table::intern_owned`], remembering that `encoding` (of the schema `tag`) decodes to
     /// the result.
     pub(crate) fn intern_encoded(&self, value: T, tag: usize, encoding: &[u8]) -> Arc<T> {
-        let held = self.intern_owned(value);
-        if encoding.len() <= MAX_ENCODED_BYTES / 16 && self.encoding_pause.load(Ordering::Relaxed) == 0 {
+        let (held, was_held) = self.intern_found(value);
+        if encoding.len() <= MAX_ENCODING_LEN && self.encoding_pause.load(Ordering::Relaxed) == 0 {
             let hash = ENCODING_HASHER.hash_one(encoding);
-            self.memory.lock().encodings.insert(hash, tag, encoding, held.clone());
+            self.memory.lock().encodings.insert(hash, tag, encoding, held.clone(), was_held);
         }
         held
     }
 
     /// The held `Arc` equal to `value`, or `value` itself, now held.
     pub fn intern_owned(&self, value: T) -> Arc<T> {
+        self.intern_found(value).0
+    }
+
+    /// [`Table::intern_owned`], and whether an equal value was held.
+    fn intern_found(&self, value: T) -> (Arc<T>, bool) {
         let hash = self.hasher.hash_one(&value);
         match self.find_or_add(hash, value, |h, value| **h == *value, |value| Ok::<_, std::convert::Infallible>(Arc::new(value))) {
-            Ok(held) => held,
+            Ok(found) => found,
         }
     }
 }
 
 /// Remembered encodings: their bytes one after another in one buffer (no allocation per
 /// entry), each found by the hash of its bytes and then compared in full. Two encodings
-/// with one hash keep the later.
+/// with one hash keep the later. Invariants: `arena.capacity() <= bound` and
+/// `by_hash.len() <= bound / BYTES_PER_ENCODING`.
 struct Encodings<H> {
     by_hash: std::collections::HashMap<u64, Encoded<H>, Hasher_>,
     arena: Vec<u8>,
+    /// The most bytes remembered at once.
+    bound: usize,
+    /// Values remembered since the memory last started again that the table already held
+    /// (decoded where a larger memory might have found them) …
+    decoded_held: u32,
+    /// … and that were new.
+    decoded_new: u32,
 }
 
 struct Encoded<H> {
@@ -292,25 +326,51 @@ impl<H> Encodings<H> {
         (e.tag == tag && self.arena[e.start..e.start + e.len] == *encoding).then_some(&e.held)
     }
 
-    fn insert(&mut self, hash: u64, tag: usize, encoding: &[u8], held: H) {
-        if self.by_hash.len() == MAX_ENCODINGS || self.arena.len() + encoding.len() > MAX_ENCODED_BYTES {
+    /// Remembers that `encoding` (at most [`MAX_ENCODING_LEN`] bytes, of hash `hash`) decodes
+    /// to `held`, which the table already held before this decode if `was_held`.
+    fn insert(&mut self, hash: u64, tag: usize, encoding: &[u8], held: H, was_held: bool) {
+        if self.by_hash.len() >= self.bound / BYTES_PER_ENCODING || self.arena.len() + encoding.len() > self.bound {
+            if self.decoded_held >= self.decoded_new {
+                self.bound = (self.bound * 2).min(MAX_ENCODED_BYTES);
+            }
             self.clear();
         }
+        if was_held {
+            self.decoded_held += 1;
+        } else {
+            self.decoded_new += 1;
+        }
         let start = self.arena.len();
+        let needed = start + encoding.len();
+        if needed > self.arena.capacity() {
+            // Grows by doubling as a `Vec` does, but never past the bound.
+            self.arena.reserve_exact(needed.max(2 * self.arena.capacity()).min(self.bound) - start);
+        }
         self.arena.extend_from_slice(encoding);
         self.by_hash.insert(hash, Encoded { tag, start, len: encoding.len(), held });
     }
 
-    /// Forgets every encoding, keeping the memory for the next ones (within the bounds).
+    /// Forgets every encoding, keeping the memory for the next ones (within the bound).
     fn clear(&mut self) {
         self.by_hash.clear();
         self.arena.clear();
+        self.decoded_held = 0;
+        self.decoded_new = 0;
     }
 
-    /// Forgets every encoding and frees the memory that held them.
+    /// Forgets every encoding, frees the memory that held them and sets the bound back to
+    /// the first.
     fn release(&mut self) {
         self.by_hash = std::collections::HashMap::with_hasher(self.by_hash.hasher().clone());
         self.arena = Vec::new();
+        self.bound = FIRST_ENCODED_BYTES;
+        self.decoded_held = 0;
+        self.decoded_new = 0;
+    }
+
+    /// Heap held: the buffer's and the index's capacity.
+    fn heap(&self) -> usize {
+        self.arena.capacity() + self.by_hash.capacity() * (std::mem::size_of::<(u64, Encoded<H>)>() + 1)
     }
 }
 
@@ -438,7 +498,7 @@ mod tests {
         let b = table.intern_owned((1, 2));
         assert!(Arc::ptr_eq(&a, &b));
         let c = table.intern_owned((3, 4));
-        assert_eq!(table.stats(), TableStats { entries: 2, hits: 1, misses: 2, reused_encodings: 0 });
+        assert_eq!(table.stats(), TableStats { entries: 2, hits: 1, misses: 2, reused_encodings: 0, encodings_bound: FIRST_ENCODED_BYTES, encodings_heap: 0 });
         drop(c);
         assert_eq!(table.sweep(), 1, "(3, 4) had no reference left but the table's");
         drop((a, b));
@@ -453,16 +513,45 @@ mod tests {
         assert!(Arc::ptr_eq(&table.find_encoded(1, b"seven").unwrap().unwrap(), &seven));
         assert_eq!(table.find_encoded(2, b"seven"), Ok(None), "the same bytes of another schema");
         assert_eq!(table.stats().reused_encodings, 1);
-        // Bounded: past MAX_ENCODINGS entries the memory starts again.
-        for i in 0..MAX_ENCODINGS as u64 {
+        // Values that are all new: the memory starts again whenever it is full, and keeps its
+        // first bound in entries and bytes.
+        let within_bound = |table: &InternTable<u64>| {
+            let memory = table.memory.lock();
+            let e = &memory.encodings;
+            assert!(e.by_hash.len() <= e.bound / BYTES_PER_ENCODING && e.arena.len() <= e.bound && e.arena.capacity() <= e.bound, "{} entries, {} bytes in {} of room, bound {}", e.by_hash.len(), e.arena.len(), e.arena.capacity(), e.bound);
+            e.bound
+        };
+        for i in 0..10_000u64 {
             table.intern_encoded(i + 100, 1, &i.to_le_bytes());
+            assert_eq!(within_bound(&table), FIRST_ENCODED_BYTES, "nothing decoded was held before");
         }
-        assert!(table.memory.lock().encodings.by_hash.len() < MAX_ENCODINGS);
-        assert!(table.memory.lock().encodings.arena.len() <= MAX_ENCODED_BYTES);
+        for i in 0..1_000u64 {
+            table.intern_encoded(i + 100_000, 1, &[i as u8; 100]);
+            assert_eq!(within_bound(&table), FIRST_ENCODED_BYTES, "nothing decoded was held before");
+        }
         // Too big to remember.
-        let big = vec![0u8; MAX_ENCODED_BYTES / 16 + 1];
+        let big = vec![0u8; MAX_ENCODING_LEN + 1];
         table.intern_encoded(1, 1, &big);
         assert_eq!(table.find_encoded(1, &big), Ok(None));
+        // Values held before, decoded from bytes the memory no longer has: its bound doubles
+        // each time it fills, up to the largest; then its bytes and entries stay within it.
+        let values: Vec<Arc<u64>> = (0..20_000u64).map(|i| table.intern_owned(i + 1_000_000)).collect();
+        let mut bounds = vec![within_bound(&table)];
+        for round in 0..3u64 {
+            for (i, value) in values.iter().enumerate() {
+                let encoding = [(i as u64 + round).to_le_bytes().as_slice(), &[0; 92]].concat();
+                assert!(Arc::ptr_eq(&table.intern_encoded(**value, 1, &encoding), value));
+                let bound = within_bound(&table);
+                if bounds.last() != Some(&bound) {
+                    bounds.push(bound);
+                }
+            }
+        }
+        assert_eq!(bounds, [16, 32, 64, 128, 256].map(|k| k << 10), "from the first bound to the largest, doubling");
+        assert_eq!((FIRST_ENCODED_BYTES, MAX_ENCODED_BYTES), (16 << 10, 256 << 10));
+        let stats = table.stats();
+        assert_eq!(stats.encodings_bound, MAX_ENCODED_BYTES);
+        assert!(stats.encodings_heap >= MAX_ENCODED_BYTES && stats.encodings_heap < 2 * MAX_ENCODED_BYTES, "{} bytes", stats.encodings_heap);
         // Sweeps forget every encoding (they hold references).
         table.sweep();
         assert_eq!(table.memory.lock().encodings.by_hash.len(), 0);
@@ -477,6 +566,7 @@ mod tests {
                     if paused == 0 {
                         let memory = table.memory.lock();
                         assert_eq!((memory.encodings.arena.capacity(), memory.encodings.by_hash.capacity()), (0, 0), "a paused table frees what held its encodings");
+                        assert_eq!(memory.encodings.bound, FIRST_ENCODED_BYTES);
                     }
                     paused += 1
                 }
