@@ -335,10 +335,12 @@ impl<H> Encodings<H> {
             }
             self.clear();
         }
+        // Saturating: an insert that replaces an entry of the same hash and adds no bytes
+        // (an empty encoding of another schema) does not fill the memory.
         if was_held {
-            self.decoded_held += 1;
+            self.decoded_held = self.decoded_held.saturating_add(1);
         } else {
-            self.decoded_new += 1;
+            self.decoded_new = self.decoded_new.saturating_add(1);
         }
         let start = self.arena.len();
         let needed = start + encoding.len();
