@@ -249,8 +249,6 @@ pub struct HandlerRegistration {
     pub(crate) informer_synced: Arc<dyn Fn() -> bool + Send + Sync>,
     /// Notified when `informer_synced` turns true.
     pub(crate) informer_synced_notify: Arc<Notify>,
-    /// Cancelled when the informer shuts down.
-    pub(crate) informer_stopped: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for HandlerRegistration {
@@ -284,13 +282,13 @@ impl HandlerRegistration {
             if self.has_synced() {
                 return true;
             }
-            if self.is_removed() || self.informer_stopped.is_cancelled() {
+            // The informer's shutdown stops every listener, as removal does.
+            if self.is_removed() {
                 return false;
             }
             tokio::select! {
                 _ = informer_synced => {}
                 _ = sync_changed => {}
-                _ = self.informer_stopped.cancelled() => {}
             }
         }
     }

@@ -358,15 +358,20 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             id: l.id,
             shared: l.shared.clone(),
             informer_synced_notify: queue.synced_notify(),
-            informer_stopped: self.inner.cancel.clone(),
             informer_synced: Arc::new(move || queue.has_synced()),
         };
         {
             let mut listeners = self.inner.listeners.lock();
-            self.inner.indexer.for_each(|_, obj| {
-                l.send(Event::Add { obj: obj.clone(), is_in_initial_list: true });
-            });
-            listeners.push(Arc::new(l));
+            if self.inner.cancel.is_cancelled() {
+                // Shut down since `new_listener` looked (`shutdown` cancels, then takes this
+                // lock): stopped and dropped here as `shutdown` does to the listeners it takes.
+                l.shared.stop();
+            } else {
+                self.inner.indexer.for_each(|_, obj| {
+                    l.send(Event::Add { obj: obj.clone(), is_in_initial_list: true });
+                });
+                listeners.push(Arc::new(l));
+            }
         }
         self.inner.resync_changed.notify_one();
         registration
