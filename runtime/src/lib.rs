@@ -4,6 +4,8 @@
 //! The pieces, each in its own module with its invariants at the top:
 //! - [`ListerWatcher`]: the transport ([`KubeListerWatcher`] over kube-client, and
 //!   [`testing::FakeApiServer`] in memory).
+//! - [`informer_client`]: a kube-client `Client` whose HTTP/1 connections keep small read
+//!   buffers (every watch holds one open).
 //! - [`Reflector`]: list (paged, or streamed through WatchList) then watch, into a [`Queue`].
 //! - [`InOrderFifo`] (default) and [`DeltaFifo`]: the queues between reflector and store.
 //! - [`Indexer`]: the thread-safe indexed store of `Arc<K>`.
@@ -19,7 +21,7 @@
 //! use informer_runtime::{SharedInformerFactory, HandlerFn, Event, Selector};
 //! use k8s_openapi::api::core::v1::Pod;
 //!
-//! let client = kube_client::Client::try_default().await?;
+//! let client = informer_runtime::informer_client(kube_client::Config::infer().await?)?;
 //! let factory = SharedInformerFactory::new(client);
 //! let pods = factory.informer_for::<Pod>()?;
 //! pods.add_event_handler(HandlerFn(|e: &Event<Pod>| println!("{e:?}")))?;
@@ -33,6 +35,7 @@
 #![warn(missing_docs)]
 
 mod backoff;
+mod client;
 pub mod codegen;
 mod delta;
 mod delta_fifo;
@@ -63,6 +66,7 @@ mod transform;
 mod watch_events;
 
 pub use backoff::{Backoff, BackoffConfig};
+pub use client::{HTTP1_READ_BUFFER_MAX, informer_client};
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaObject, DeltaType};
 pub use delta_fifo::DeltaFifo;
 pub use error::{ApiStatus, Error, NotFound};

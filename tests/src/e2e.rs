@@ -345,14 +345,15 @@ impl Cluster {
         )
     }
 
-    /// A new client for this cluster (clients belong to the runtime that creates them, so
-    /// each test makes its own).
+    /// A new client for this cluster, the one users are pointed to
+    /// ([`informer_runtime::informer_client`]; clients belong to the runtime that creates
+    /// them, so each test makes its own).
     pub async fn client(&self) -> Result<Client, informer_runtime::reexports::kube_client::Error> {
         match &self.external {
             Some(path) => {
                 // Read from the file, so paths in it resolve against its directory.
                 let kc = Kubeconfig::read_from(path).expect("read INFORMER_GEN_E2E_KUBECONFIG");
-                Client::try_from(Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("config"))
+                informer_runtime::informer_client(Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("config"))
             }
             None => client_for(&self.kubeconfig_yaml(self.api_port, "main")).await,
         }
@@ -416,7 +417,7 @@ impl Drop for Cluster {
 async fn client_for(kubeconfig: &str) -> Result<Client, informer_runtime::reexports::kube_client::Error> {
     let kc = Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig");
     let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("config");
-    Client::try_from(config)
+    informer_runtime::informer_client(config)
 }
 
 /// A second kube-apiserver of a [`Cluster`], stopped when dropped.

@@ -3,11 +3,11 @@
 //! in-cluster) until SIGTERM or SIGINT.
 
 use informer_gen_examples::pods_per_node::Controller;
-use informer_runtime::reexports::kube_client::Client;
+use informer_runtime::reexports::kube_client::Config;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let client = Client::try_default().await?;
+    let client = informer_runtime::informer_client(Config::infer().await?)?;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let shutdown = async move {
         tokio::select! {

@@ -78,7 +78,7 @@ async fn client(args: &Args) -> Result<Client, Box<dyn std::error::Error>> {
         None if args.context.is_some() => Config::from_kubeconfig(&options).await?,
         None => Config::infer().await?,
     };
-    Ok(Client::try_from(config)?)
+    Ok(informer_runtime::informer_client(config)?)
 }
 
 #[tokio::main]

@@ -124,11 +124,25 @@ pub fn rss() -> isize {
     pages * 4096
 }
 
-/// A client pointed at the replay server (plain HTTP on loopback).
-pub fn client(server: &str) -> kube_client::Client {
+/// The config of a client pointed at the replay server (plain HTTP on loopback).
+fn config(server: &str) -> kube_client::Config {
     let mut config = kube_client::Config::new(server.parse().expect("server URL"));
     config.read_timeout = None;
-    kube_client::Client::try_from(config).expect("client")
+    config
+}
+
+/// kube-client's default client pointed at the replay server, as kube-rs users have it.
+pub fn client(server: &str) -> kube_client::Client {
+    kube_client::Client::try_from(config(server)).expect("client")
+}
+
+/// The client informer-gen's users are pointed to ([`informer_runtime::informer_client`]:
+/// HTTP/1 read buffers capped), or with `--kube-default-client` kube-client's default one.
+pub fn informer_client(server: &str) -> kube_client::Client {
+    if std::env::args().any(|a| a == "--kube-default-client") {
+        return client(server);
+    }
+    informer_runtime::informer_client(config(server)).expect("client")
 }
 
 /// Prints the result line every client prints.

@@ -5,11 +5,13 @@
 //! ceiling our sync throughput is measured against). `--resource servicemonitors` syncs the
 //! custom resource of `generated-sample` (types emitted from its CRD); `--metadata` syncs a
 //! metadata-only informer (`PartialObjectMeta`) of the resource instead.
+//! Informers get the client users are pointed to (`informer_runtime::informer_client`);
+//! `--kube-default-client` gives them kube-client's default one instead.
 
 use std::time::Instant;
 
 use informer_gen_bench::{
-    CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag,
+    CountingAlloc, EventArgs, HandlerCounter, SENT_ANNOTATION, arg, client, event_ops, flag, informer_client,
     live_heap, relist_memory, report, reset_peak_heap, reset_peak_rss, rss,
 };
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
@@ -345,7 +347,7 @@ macro_rules! sync {
     ($gen:path, $name:expr, $strip:expr, $server:expr, $resource:expr, $options:expr) => {{
         use generated::InformerFactoryExt as _;
         use $gen as generated;
-        let factory = generated::new_factory(client($server), $options);
+        let factory = generated::new_factory(informer_client($server), $options);
         if flag("--relist") {
             reset_peak_heap();
             reset_peak_rss();
@@ -470,7 +472,7 @@ async fn main() {
             ..Default::default()
         };
         // The client is made before the clock and the heap count start, as for kube-rs.
-        let client = client(&server);
+        let client = informer_client(&server);
         let before = (live_heap(), rss());
         let start = Instant::now();
         let factory = informer_gen_sample::new_factory(client, options);
