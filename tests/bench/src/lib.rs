@@ -139,7 +139,7 @@ pub fn client(server: &str) -> kube_client::Client {
 /// The client informer-gen's users are pointed to ([`informer_runtime::informer_client`]:
 /// HTTP/1 read buffers capped), or with `--kube-default-client` kube-client's default one.
 pub fn informer_client(server: &str) -> kube_client::Client {
-    if std::env::args().any(|a| a == "--kube-default-client") {
+    if flag("--kube-default-client") {
         return client(server);
     }
     informer_runtime::informer_client(config(server)).expect("client")
