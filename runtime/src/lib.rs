@@ -64,6 +64,7 @@ pub mod lean;
 pub mod testing;
 mod transform;
 mod watch_events;
+mod window;
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use client::{HTTP1_READ_BUFFER_MAX, informer_client};

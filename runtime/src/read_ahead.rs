@@ -3,10 +3,13 @@
 //! everything received (see `watch_events` for why a watch body is read this way).
 //!
 //! Invariants:
-//! - The queue holds at most its number of chunks and its number of bytes; a chunk larger
-//!   than all of those bytes is queued alone. So memory held ahead is bounded whether the
-//!   server writes small chunks (an API server's watch: mostly 2–4 KB) or large ones (hyper
-//!   hands over up to ≈400 KB at once when the sender is ahead).
+//! - The queue holds at most its number of chunks and its window of bytes (a [`Window`] of
+//!   the bytes sent through it so far); a chunk larger than the window at the time is queued
+//!   alone. So memory held ahead is bounded whether the server writes small chunks (an API
+//!   server's watch: mostly 2–4 KB) or large ones (hyper hands over up to its read buffer's
+//!   size at once when the sender is ahead), and it stays a small share of what a short list
+//!   has delivered.
+//! - A chunk gives back, when it is taken out, exactly the room it took when it was queued.
 //! - Chunks come out in body order; an error ends the queue after it; empty chunks are
 //!   skipped.
 //! - The pump ends when the body ends, after its first error, or once the receiver is
@@ -21,23 +24,26 @@ use futures::{Stream, StreamExt};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::error::Error;
+use crate::window::Window;
 
 /// Chunks queued ahead of the consumer: ≈256 KB of small objects' 4 KB chunks; an event
 /// larger than that mostly comes as one chunk of its own.
 pub(crate) const CHUNKS_AHEAD: usize = 64;
 
-/// Bytes queued ahead of the consumer (more only as one chunk larger than this).
-pub(crate) const BYTES_AHEAD: usize = 1 << 20;
+/// Bytes queued ahead of the consumer (more only as one chunk larger than the window at the
+/// time): from 64 KiB up to 1 MiB as the body delivers.
+pub(crate) const BYTES_AHEAD: Window = Window { floor: 64 << 10, ceiling: 1 << 20 };
 
-/// A queue of at most `chunks` chunks and `bytes` bytes.
-pub(crate) fn queue(chunks: usize, bytes: usize) -> (ChunkSender, ChunkReceiver) {
+/// A queue of at most `chunks` chunks and a window of `bytes`.
+pub(crate) fn queue(chunks: usize, bytes: Window) -> (ChunkSender, ChunkReceiver) {
     let (sender, receiver) = mpsc::channel(chunks);
-    let room = Arc::new(Semaphore::new(bytes));
-    (ChunkSender { chunks: sender, room: room.clone(), bytes }, ChunkReceiver { chunks: receiver, room, bytes })
+    let granted = bytes.limit(0);
+    let room = Arc::new(Semaphore::new(granted));
+    (ChunkSender { chunks: sender, room: room.clone(), window: bytes, sent: 0, granted }, ChunkReceiver { chunks: receiver, room })
 }
 
 /// The body's chunks, read ahead by a spawned pump within [`CHUNKS_AHEAD`] and
-/// [`BYTES_AHEAD`].
+/// [`BYTES_AHEAD`] of what it has delivered.
 pub(crate) fn read_ahead(body: impl Stream<Item = Result<Bytes, Error>> + Send + 'static) -> ChunkReceiver {
     let (sender, receiver) = queue(CHUNKS_AHEAD, BYTES_AHEAD);
     tokio::spawn(pump(body, sender));
@@ -45,7 +51,7 @@ pub(crate) fn read_ahead(body: impl Stream<Item = Result<Bytes, Error>> + Send +
 }
 
 /// Moves the body's chunks into `chunks` until the body ends, fails, or nobody reads.
-async fn pump(body: impl Stream<Item = Result<Bytes, Error>>, chunks: ChunkSender) {
+async fn pump(body: impl Stream<Item = Result<Bytes, Error>>, mut chunks: ChunkSender) {
     let mut body = pin!(body);
     loop {
         let next = tokio::select! {
@@ -70,40 +76,53 @@ async fn pump(body: impl Stream<Item = Result<Bytes, Error>>, chunks: ChunkSende
 
 /// The pump's end of a [`queue`].
 pub(crate) struct ChunkSender {
-    chunks: mpsc::Sender<Result<Bytes, Error>>,
-    /// Permits for the bytes not queued: a chunk takes its length's (at most `bytes`).
+    /// Each chunk with the room it took.
+    chunks: mpsc::Sender<(Result<Bytes, Error>, u32)>,
+    /// Permits for the bytes not queued: a chunk takes its length's (at most `granted`).
     room: Arc<Semaphore>,
-    bytes: usize,
+    window: Window,
+    /// Bytes sent so far.
+    sent: usize,
+    /// Permits created so far: `window.limit(sent)` as of the last send.
+    granted: usize,
 }
 
 impl ChunkSender {
     /// Queues `item` once there is room for it; `Err` when the receiver is gone.
-    pub(crate) async fn send(&self, item: Result<Bytes, Error>) -> Result<(), ()> {
+    pub(crate) async fn send(&mut self, item: Result<Bytes, Error>) -> Result<(), ()> {
+        let mut permits = 0;
         if let Ok(chunk) = &item {
+            permits = u32::try_from(chunk.len().min(self.granted)).unwrap_or(u32::MAX);
             // Closed (so an error) only when the receiver is dropped.
-            let permits = u32::try_from(chunk.len().min(self.bytes)).unwrap_or(u32::MAX);
             self.room.acquire_many(permits).await.map_err(|_| ())?.forget();
+            self.sent += chunk.len();
         }
-        self.chunks.send(item).await.map_err(|_| ())
+        self.chunks.send((item, permits)).await.map_err(|_| ())?;
+        let limit = self.window.limit(self.sent);
+        if limit > self.granted {
+            self.room.add_permits(limit - self.granted);
+            self.granted = limit;
+        }
+        Ok(())
     }
 }
 
 /// The consumer's end of a [`queue`].
 pub(crate) struct ChunkReceiver {
-    chunks: mpsc::Receiver<Result<Bytes, Error>>,
+    chunks: mpsc::Receiver<(Result<Bytes, Error>, u32)>,
     room: Arc<Semaphore>,
-    bytes: usize,
 }
 
 impl ChunkReceiver {
-    /// The next chunk (its bytes' room given back), the error that ends the body, or `None`
-    /// at its end.
+    /// The next chunk (its room given back), the error that ends the body, or `None` at its
+    /// end.
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Error>>> {
-        let polled = self.chunks.poll_recv(cx);
-        if let Poll::Ready(Some(Ok(chunk))) = &polled {
-            self.room.add_permits(chunk.len().min(self.bytes));
-        }
-        polled
+        self.chunks.poll_recv(cx).map(|item| {
+            item.map(|(item, permits)| {
+                self.room.add_permits(permits as usize);
+                item
+            })
+        })
     }
 }
 
@@ -133,39 +152,71 @@ mod tests {
         }
     }
 
+    /// A queue's receiver with a spawned pump over `body`.
+    fn pumped(body: impl Stream<Item = Result<Bytes, Error>> + Send + 'static, chunks: usize, bytes: Window) -> ChunkReceiver {
+        let (sender, receiver) = queue(chunks, bytes);
+        tokio::spawn(pump(body, sender));
+        receiver
+    }
+
     #[tokio::test]
     async fn large_chunks_are_read_ahead_within_the_bytes_and_all_come_out_in_order() {
         let taken = Arc::new(AtomicUsize::new(0));
-        let size = 256 << 10;
-        let mut receiver = read_ahead(body(40, size, taken.clone()));
+        let (size, bytes) = (256 << 10, 1 << 20);
+        let mut receiver = pumped(body(40, size, taken.clone()), CHUNKS_AHEAD, Window::fixed(bytes));
         settle().await;
-        // BYTES_AHEAD / size chunks queued, and one more taken from the body waiting for room.
+        // bytes / size chunks queued, and one more taken from the body waiting for room.
         let ahead = taken.load(Ordering::SeqCst);
-        assert_eq!(ahead, BYTES_AHEAD / size + 1, "chunks taken from the body before any was read");
+        assert_eq!(ahead, bytes / size + 1, "chunks taken from the body before any was read");
         let mut got = 0;
         while let Some(chunk) = std::future::poll_fn(|cx| receiver.poll_recv(cx)).await {
             let chunk = chunk.unwrap();
             assert_eq!((chunk.len(), chunk[0]), (size, got as u8));
             got += 1;
             settle().await;
-            assert!(taken.load(Ordering::SeqCst) <= got + BYTES_AHEAD / size + 1, "after {got} read");
+            assert!(taken.load(Ordering::SeqCst) <= got + bytes / size + 1, "after {got} read");
         }
         assert_eq!(got, 40);
     }
 
     #[tokio::test]
+    async fn the_bytes_read_ahead_grow_with_the_bytes_delivered_up_to_the_ceiling() {
+        let taken = Arc::new(AtomicUsize::new(0));
+        let (size, n) = (1024, 4096);
+        let window = Window { floor: 4 * size, ceiling: 64 * size };
+        let mut receiver = pumped(body(n, size, taken.clone()), 1000, window);
+        settle().await;
+        assert_eq!(taken.load(Ordering::SeqCst), 4 + 1, "the floor's chunks queued, one waiting for room");
+        let mut got = 0;
+        while let Some(chunk) = std::future::poll_fn(|cx| receiver.poll_recv(cx)).await {
+            assert_eq!(chunk.unwrap().len(), size);
+            got += 1;
+            settle().await;
+            let taken = taken.load(Ordering::SeqCst);
+            let ahead = taken - got;
+            assert!(ahead <= window.limit(taken * size) / size + 1, "{ahead} ahead after {got} read");
+            if got == 3000 {
+                // 3 MB delivered: the window is at its ceiling.
+                assert_eq!(ahead, 64 + 1, "after {got} read");
+            }
+        }
+        assert_eq!(got, n);
+    }
+
+    #[tokio::test]
     async fn small_chunks_are_read_ahead_within_the_chunks_and_a_chunk_over_the_bytes_passes_alone() {
         let taken = Arc::new(AtomicUsize::new(0));
-        let mut receiver = read_ahead(body(100, 2048, taken.clone()));
+        let mut receiver = pumped(body(100, 2048, taken.clone()), CHUNKS_AHEAD, Window::fixed(1 << 20));
         settle().await;
         assert_eq!(taken.load(Ordering::SeqCst), CHUNKS_AHEAD + 1);
         drop(receiver);
 
         let taken = Arc::new(AtomicUsize::new(0));
-        receiver = read_ahead(body(3, 3 * BYTES_AHEAD, taken.clone()));
+        let size = 3 * BYTES_AHEAD.ceiling;
+        receiver = read_ahead(body(3, size, taken.clone()));
         for i in 0..3u8 {
             let chunk = std::future::poll_fn(|cx| receiver.poll_recv(cx)).await.unwrap().unwrap();
-            assert_eq!((chunk.len(), chunk[0]), (3 * BYTES_AHEAD, i));
+            assert_eq!((chunk.len(), chunk[0]), (size, i));
         }
         assert!(std::future::poll_fn(|cx| receiver.poll_recv(cx)).await.is_none());
     }
@@ -174,7 +225,7 @@ mod tests {
     async fn a_pump_waiting_for_room_ends_when_the_receiver_is_dropped() {
         let taken = Arc::new(AtomicUsize::new(0));
         let (sender, receiver) = queue(CHUNKS_AHEAD, BYTES_AHEAD);
-        let pump = tokio::spawn(pump(body(10, BYTES_AHEAD, taken.clone()), sender));
+        let pump = tokio::spawn(pump(body(10, BYTES_AHEAD.ceiling, taken.clone()), sender));
         settle().await;
         assert_eq!(taken.load(Ordering::SeqCst), 2, "one chunk queued, one waiting for room");
         assert!(!pump.is_finished());

@@ -40,16 +40,19 @@ use crate::key::{KeySet, ObjectKey};
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
 use crate::queue::Queue;
 use crate::transform::TransformFn;
+use crate::window::Window;
 
 /// The annotation on the bookmark that ends a WatchList's initial events.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 
 /// Initial WatchList objects handed to the queue at once (the last batch is handed over at
-/// the `initial-events-end` bookmark). One call per batch takes one lock and wakes the
-/// informer once; one call per object would wake an idle informer task per object, a
-/// thread wake-up that costs more than decoding a small object. A batch holds references
-/// to decoded objects only, and nothing is synced before the bookmark anyway.
-const REPLACE_BATCH: usize = 256;
+/// the `initial-events-end` bookmark): a window of the objects streamed so far, from 16 up
+/// to 256. One call per batch takes one lock and wakes the informer once; one call per
+/// object would wake an idle informer task per object, a thread wake-up that costs more
+/// than decoding a small object. Nothing is synced before the bookmark anyway; but during a
+/// relist a batch's objects are held beside the cached ones they replace, so a short list
+/// hands over smaller batches.
+const REPLACE_BATCH: Window = Window { floor: 16, ceiling: 256 };
 
 /// Whether the reflector streams its lists through WatchList.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -490,6 +493,7 @@ where
         let deadline = tokio::time::sleep(self.config.initial_events_timeout);
         tokio::pin!(deadline);
         let mut batch: Vec<(ObjectKey, Arc<K>)> = Vec::new();
+        let mut streamed = 0;
         loop {
             let next = tokio::select! {
                 biased;
@@ -512,7 +516,8 @@ where
                     if let Some((key, obj)) = self.prepare(obj) {
                         listed.listed(&key);
                         batch.push((key, obj));
-                        if batch.len() == REPLACE_BATCH {
+                        streamed += 1;
+                        if batch.len() >= REPLACE_BATCH.limit(streamed) {
                             self.queue.replace_items(std::mem::take(&mut batch));
                         }
                     }

@@ -10,8 +10,8 @@
 //! consumer only waits when it has decoded everything received.
 //!
 //! Invariants:
-//! - At most [`read_ahead::CHUNKS_AHEAD`] chunks and [`read_ahead::BYTES_AHEAD`] bytes (or
-//!   one larger chunk) are queued between the pump and the stream.
+//! - At most [`read_ahead::CHUNKS_AHEAD`] chunks and a window of [`read_ahead::BYTES_AHEAD`]
+//!   (or one larger chunk) are queued between the pump and the stream.
 //! - The pump ends when the stream is dropped (no connection is kept open for nobody), when
 //!   the body ends and after the first body error (which the stream yields, then ends).
 //! - A protobuf response (asked for with [`accept_protobuf`], and sent with the protobuf
@@ -26,8 +26,8 @@
 //!   serde_json stream deserializer (its buffer for strings with escapes reused); a line
 //!   that does not decode is an error in its place and the next line decodes as if it
 //!   were alone; in a batch that is not all UTF-8, each line is decoded alone.
-//! - The whole events received so far (up to [`BATCH_BYTES`] ahead of the batches not yet
-//!   yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD` bytes is decoded
+//! - The whole events received so far (up to a window of [`BATCH_BYTES`] ahead of the
+//!   batches not yet yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD` bytes is decoded
 //!   on a blocking thread, so the async worker stays free for the connection and the pump
 //!   while it decodes; at most `decode_threads()` batches decode at once, and the next one
 //!   gathers meanwhile, also while the events of an earlier batch are being yielded.
@@ -60,10 +60,11 @@ use crate::lister_watcher::WatchStream;
 use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, joined};
 use crate::proto::{self, Message};
 use crate::read_ahead::{self, ChunkReceiver};
+use crate::window::Window;
 
 /// Bytes of events gathered ahead of the batches past which no more chunks are taken until
-/// a batch is yielded (hyper hands over chunks of up to ≈400 KB when the sender is ahead).
-const BATCH_BYTES: usize = 1 << 20;
+/// a batch starts: from 64 KiB (two threads' worth) up to 1 MiB as the body delivers.
+const BATCH_BYTES: Window = Window { floor: 2 * MIN_BYTES_PER_THREAD, ceiling: 1 << 20 };
 
 /// Asks for protobuf first and JSON second (what a server that has no protobuf for the
 /// kind sends instead).
@@ -274,6 +275,8 @@ struct WatchBody<T, F: Framing> {
     /// order, and their bytes.
     gathered: Vec<Bytes>,
     gathered_bytes: usize,
+    /// Bytes taken from `received` so far.
+    received_bytes: usize,
     /// What follows the last whole event: the start of one not yet received whole.
     tail: Vec<Bytes>,
     /// Batches not yet yielded, in wire order.
@@ -297,6 +300,7 @@ impl<T, F: Framing> WatchBody<T, F> {
             cursor: F::Cursor::default(),
             gathered: Vec::new(),
             gathered_bytes: 0,
+            received_bytes: 0,
             tail: Vec::new(),
             batches: VecDeque::new(),
             decoded: Vec::new().into_iter(),
@@ -307,6 +311,7 @@ impl<T, F: Framing> WatchBody<T, F> {
     /// Takes `chunk`: up to the end of the last event that ends in it (with the tail before
     /// it) to `gathered`, the rest to `tail`. Nothing is copied.
     fn take(&mut self, mut chunk: Bytes) {
+        self.received_bytes += chunk.len();
         match F::scan(&mut self.cursor, &chunk) {
             Some(end) => {
                 let rest = chunk.split_off(end);
@@ -352,10 +357,10 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
         let this = self.get_mut();
         loop {
             // Also while a batch is being yielded: take the chunks queued so far (at most
-            // [`BATCH_BYTES`] of events ahead of the batches), and start a batch whenever a
-            // blocking thread is free for one, so that the pump keeps reading and the
-            // threads keep decoding while the events are consumed.
-            while !this.ended && this.gathered_bytes < BATCH_BYTES {
+            // a window of [`BATCH_BYTES`] of events ahead of the batches), and start a batch
+            // whenever a blocking thread is free for one, so that the pump keeps reading and
+            // the threads keep decoding while the events are consumed.
+            while !this.ended && this.gathered_bytes < BATCH_BYTES.limit(this.received_bytes) {
                 match this.received.poll_recv(cx) {
                     Poll::Pending => break,
                     Poll::Ready(Some(Ok(chunk))) => this.take(chunk),
@@ -454,7 +459,7 @@ mod tests {
 
     /// The stream's items for `chunks` followed by `end` (a body error, or the body's end).
     async fn events(chunks: &[&str], end: Option<Error>) -> Vec<Result<WatchEvent<ConfigMap>, Error>> {
-        let (tx, rx) = read_ahead::queue(chunks.len() + 1, 1 << 30);
+        let (mut tx, rx) = read_ahead::queue(chunks.len() + 1, Window::fixed(1 << 30));
         for c in chunks {
             tx.send(Ok(Bytes::copy_from_slice(c.as_bytes()))).await.unwrap();
         }
@@ -554,7 +559,7 @@ mod tests {
         let text: String = (0..2000)
             .map(|i| format!("{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"name\":\"cm-{i}\"}},\"data\":{{\"d\":\"{data}\"}}}}}}\n"))
             .collect();
-        let (tx, rx) = read_ahead::queue(read_ahead::CHUNKS_AHEAD, read_ahead::BYTES_AHEAD);
+        let (mut tx, rx) = read_ahead::queue(read_ahead::CHUNKS_AHEAD, read_ahead::BYTES_AHEAD);
         let sender = tokio::spawn(async move {
             for (n, chunk) in text.as_bytes().chunks(16 << 10).enumerate() {
                 tx.send(Ok(Bytes::copy_from_slice(chunk))).await.unwrap();
@@ -591,7 +596,7 @@ mod tests {
             .collect();
         text.push_str("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"boom\"}}}\n");
         assert!(text.len() >= MIN_BYTES_PER_THREAD, "one batch decoded on a blocking thread");
-        let (tx, rx) = read_ahead::queue(1, 1 << 30);
+        let (mut tx, rx) = read_ahead::queue(1, Window::fixed(1 << 30));
         tx.send(Ok(Bytes::from(text))).await.unwrap();
         drop(tx);
         let collected = std::panic::AssertUnwindSafe(WatchBody::<Boom, _>::new(rx, Lines).collect::<Vec<_>>()).catch_unwind().await;
@@ -652,7 +657,7 @@ mod tests {
         }
 
         async fn events(chunks: &[&[u8]]) -> Vec<Result<WatchEvent<ConfigMap>, Error>> {
-            let (tx, rx) = read_ahead::queue(chunks.len() + 1, 1 << 30);
+            let (mut tx, rx) = read_ahead::queue(chunks.len() + 1, Window::fixed(1 << 30));
             for c in chunks {
                 tx.send(Ok(Bytes::copy_from_slice(c))).await.unwrap();
             }
