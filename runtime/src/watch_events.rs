@@ -27,15 +27,15 @@
 //!   that does not decode is an error in its place and the next line decodes as if it
 //!   were alone; in a batch that is not all UTF-8, each line is decoded alone.
 //! - The whole events received so far (up to a window of [`BATCH_BYTES`] ahead of the
-//!   batches not yet yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD` bytes is decoded
-//!   on a blocking thread, so the async worker stays free for the connection and the pump
-//!   while it decodes; at most `decode_threads()` batches decode at once, and the next one
-//!   gathers meanwhile, also while the events of an earlier batch are being yielded.
-//!   Fewer bytes wait for a free thread while another batch is on its way, and are
-//!   decoded in place when none is and nothing is left to yield (a watch's single events,
-//!   without a thread hand-over). Batches are yielded in wire order, each buffer freed
-//!   once yielded; the stream waits for the pump only when it has nothing decoded to
-//!   yield and no batch decoding.
+//!   batches not yet yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD`
+//!   bytes is decoded on a blocking thread, so the async worker stays free for the
+//!   connection and the pump while it decodes; at most `decode_threads()` batches decode
+//!   at once, and the next one gathers meanwhile, also while the events of an earlier
+//!   batch are being yielded. Fewer bytes wait for a free thread while another batch is on
+//!   its way, and are decoded in place when none is and nothing is left to yield (a
+//!   watch's single events, without a thread hand-over). Batches are yielded in wire
+//!   order, each buffer freed once yielded; the stream waits for the pump only when it has
+//!   nothing decoded to yield and no batch decoding.
 //! - A panic while decoding a batch is raised again where the stream is polled.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
 //!   does not decode yields [`Error::Decode`]. An unterminated last line that is cut short
