@@ -6,8 +6,11 @@
 //! shuffled order, back to back, as client-go's and kube-rs's lister loops in the
 //! side-by-side benchmark do. Rows take the lookup apart: the lister as users call it
 //! (`lister.namespace(ns).get(name)`), with namespace listers made once, the store alone
-//! (key joined on the stack), and the store given the joined key. The step from 100 objects
-//! (all in cache) to 10,000 and 100,000 is memory latency, not code.
+//! (namespace and name hashed without joining them), the store given the joined key, and
+//! the store given a key joined on the stack just before the call. The step from 100
+//! objects (all in cache) to 10,000 and 100,000 is memory latency, not code; the last
+//! column shows what reading back a key just written costs back-to-back lookups (see
+//! `key_hash.rs`).
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -111,8 +114,8 @@ fn time(n: usize, iters: usize, mut f: impl FnMut(usize) -> bool) -> f64 {
 
 fn main() {
     let iters = 2_000_000;
-    println!("| objects | `lister.namespace(ns).get(name)` | namespace listers reused | `indexer.get_by_name` | `indexer.get(\"ns/name\")` |");
-    println!("|---|---|---|---|---|");
+    println!("| objects | `lister.namespace(ns).get(name)` | namespace listers reused | `indexer.get_by_name` | `indexer.get(\"ns/name\")` | `indexer.get` of a key just joined on the stack |");
+    println!("|---|---|---|---|---|---|");
     for n in [100, 10_000, 100_000] {
         let (lister, q) = store(n);
         let by_lister = time(n, iters, |i| {
@@ -129,6 +132,15 @@ fn main() {
             black_box(lister.indexer().get_by_name(Some(ns), name)).is_some()
         });
         let by_key = time(n, iters, |i| black_box(lister.indexer().get(q.key(i))).is_some());
-        println!("| {n} | {by_lister:.1} ns | {reused:.1} ns | {by_name:.1} ns | {by_key:.1} ns |");
+        let joined_before = time(n, iters, |i| {
+            let (ns, name) = q.name(i);
+            let mut buf = [0u8; 320];
+            let len = ns.len() + 1 + name.len();
+            buf[..ns.len()].copy_from_slice(ns.as_bytes());
+            buf[ns.len()] = b'/';
+            buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+            black_box(lister.indexer().get(std::str::from_utf8(&buf[..len]).expect("UTF-8"))).is_some()
+        });
+        println!("| {n} | {by_lister:.1} ns | {reused:.1} ns | {by_name:.1} ns | {by_key:.1} ns | {joined_before:.1} ns |");
     }
 }

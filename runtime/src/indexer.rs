@@ -24,6 +24,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 use parking_lot::RwLock;
 
+use crate::item_map::ItemMap;
 use crate::key::{FastMap, FastSet, ObjectKey};
 
 /// Name of the index by namespace that every store carries (client-go's
@@ -75,7 +76,7 @@ impl Hash for HeldKey {
 type Index = FastMap<String, FastSet<HeldKey>>;
 
 struct Inner<K> {
-    items: FastMap<ObjectKey, Arc<K>>,
+    items: ItemMap<K>,
     /// [`namespace_value`] for `K`, kept here so writes need no `Resource` bound.
     namespace_of: fn(&K) -> &str,
     by_namespace: Index,
@@ -105,7 +106,7 @@ impl<K> Inner<K> {
     }
 }
 
-fn build_index<K>(items: &FastMap<ObjectKey, Arc<K>>, f: &IndexFunc<K>) -> Index {
+fn build_index<K>(items: &ItemMap<K>, f: &IndexFunc<K>) -> Index {
     let mut index = Index::default();
     for (key, obj) in items.iter() {
         for v in f(obj) {
@@ -141,7 +142,7 @@ impl<K: Resource + Send + Sync + 'static> Indexer<K> {
     pub fn new() -> Self {
         Indexer {
             inner: RwLock::new(Inner {
-                items: FastMap::default(),
+                items: ItemMap::default(),
                 namespace_of: namespace_value::<K>,
                 by_namespace: Index::default(),
                 indexers: BTreeMap::new(),
@@ -154,19 +155,8 @@ impl<K: Resource + Send + Sync + 'static> Indexer<K> {
 impl<K> Indexer<K> {
     /// Inserts or replaces the object under `key`; returns the object it replaced.
     pub fn upsert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        use std::collections::hash_map::Entry;
         let mut inner = self.inner.write();
-        let (held, old) = match inner.items.entry(key) {
-            Entry::Occupied(mut e) => {
-                let old = e.insert(obj.clone());
-                (e.key().clone(), Some(old))
-            }
-            Entry::Vacant(e) => {
-                let held = e.key().clone();
-                e.insert(obj.clone());
-                (held, None)
-            }
-        };
+        let (held, old) = inner.items.upsert(key, obj.clone());
         update_indices(&mut inner, &held, old.as_deref(), Some(&*obj));
         old
     }
@@ -174,7 +164,7 @@ impl<K> Indexer<K> {
     /// Removes the object under `key`; returns it if it was there.
     pub fn remove(&self, key: &str) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
-        let (held, old) = inner.items.remove_entry(key)?;
+        let (held, old) = inner.items.remove(key)?;
         update_indices(&mut inner, &held, Some(&*old), None);
         Some(old)
     }
@@ -195,7 +185,7 @@ impl<K> Indexer<K> {
     /// The object called `name` in `namespace` (`None` for cluster-scoped), without
     /// allocating its key.
     pub fn get_by_name(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        crate::key::with_key_str(namespace, name, |key| self.get(key))
+        self.inner.read().items.get_by_name(namespace, name).cloned()
     }
 
     /// Whether an object is stored under `key`.
@@ -205,12 +195,12 @@ impl<K> Indexer<K> {
 
     /// Every object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.inner.read().items.values().cloned().collect()
+        self.inner.read().items.iter().map(|(_, v)| v.clone()).collect()
     }
 
     /// Every key, in no particular order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.read().items.keys().cloned().collect()
+        self.inner.read().items.iter().map(|(k, _)| k.clone()).collect()
     }
 
     /// Every (key, object) pair, in no particular order.
@@ -273,7 +263,7 @@ impl<K> Indexer<K> {
                 keys.extend(set.iter());
             }
         }
-        Ok(keys.into_iter().filter_map(|k| inner.items.get(&k.0).cloned()).collect())
+        Ok(keys.into_iter().filter_map(|k| inner.items.get(k.0.as_str()).cloned()).collect())
     }
 
     /// Objects indexed under `value` in index `index_name`.
@@ -282,7 +272,7 @@ impl<K> Indexer<K> {
         let index = inner.index_named(index_name)?;
         Ok(index
             .get(value)
-            .map(|set| set.iter().filter_map(|k| inner.items.get(&k.0).cloned()).collect())
+            .map(|set| set.iter().filter_map(|k| inner.items.get(k.0.as_str()).cloned()).collect())
             .unwrap_or_default())
     }
 
@@ -292,7 +282,7 @@ impl<K> Indexer<K> {
         let index = inner.index_named(index_name)?;
         if let Some(set) = index.get(value) {
             for k in set {
-                if let Some(o) = inner.items.get(&k.0) {
+                if let Some(o) = inner.items.get(k.0.as_str()) {
                     f(&k.0, o);
                 }
             }

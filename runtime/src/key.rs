@@ -14,9 +14,10 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
-/// Maps of the store and the queues hash with foldhash: keys come from the API server, and
-/// lookups by key are the hot path of every lister `get` and of every relist, where SipHash
-/// was most of the cost.
+/// Maps of the queues and key sets hash with foldhash: keys come from the API server, and
+/// lookups by key are the hot path of every relist, where SipHash was most of the cost. (The
+/// store's own map hashes keys with [`KeyHasher`](crate::key_hash::KeyHasher), which
+/// namespace and name can be fed to unjoined.)
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 /// Sets, as [`FastMap`].
 pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
