@@ -45,7 +45,13 @@ pub(crate) fn queue(chunks: usize, bytes: Window) -> (ChunkSender, ChunkReceiver
 /// The body's chunks, read ahead by a spawned pump within [`CHUNKS_AHEAD`] and
 /// [`BYTES_AHEAD`] of what it has delivered.
 pub(crate) fn read_ahead(body: impl Stream<Item = Result<Bytes, Error>> + Send + 'static) -> ChunkReceiver {
-    let (sender, receiver) = queue(CHUNKS_AHEAD, BYTES_AHEAD);
+    read_ahead_within(body, CHUNKS_AHEAD, BYTES_AHEAD)
+}
+
+/// The body's chunks, read ahead by a spawned pump within `chunks` chunks and a window of
+/// `bytes`.
+fn read_ahead_within(body: impl Stream<Item = Result<Bytes, Error>> + Send + 'static, chunks: usize, bytes: Window) -> ChunkReceiver {
+    let (sender, receiver) = queue(chunks, bytes);
     tokio::spawn(pump(body, sender));
     receiver
 }
@@ -153,17 +159,11 @@ mod tests {
     }
 
     /// A queue's receiver with a spawned pump over `body`.
-    fn pumped(body: impl Stream<Item = Result<Bytes, Error>> + Send + 'static, chunks: usize, bytes: Window) -> ChunkReceiver {
-        let (sender, receiver) = queue(chunks, bytes);
-        tokio::spawn(pump(body, sender));
-        receiver
-    }
-
     #[tokio::test]
     async fn large_chunks_are_read_ahead_within_the_bytes_and_all_come_out_in_order() {
         let taken = Arc::new(AtomicUsize::new(0));
         let (size, bytes) = (256 << 10, 1 << 20);
-        let mut receiver = pumped(body(40, size, taken.clone()), CHUNKS_AHEAD, Window::fixed(bytes));
+        let mut receiver = read_ahead_within(body(40, size, taken.clone()), CHUNKS_AHEAD, Window::fixed(bytes));
         settle().await;
         // bytes / size chunks queued, and one more taken from the body waiting for room.
         let ahead = taken.load(Ordering::SeqCst);
@@ -184,7 +184,7 @@ mod tests {
         let taken = Arc::new(AtomicUsize::new(0));
         let (size, n) = (1024, 4096);
         let window = Window { floor: 4 * size, ceiling: 64 * size };
-        let mut receiver = pumped(body(n, size, taken.clone()), 1000, window);
+        let mut receiver = read_ahead_within(body(n, size, taken.clone()), 1000, window);
         settle().await;
         assert_eq!(taken.load(Ordering::SeqCst), 4 + 1, "the floor's chunks queued, one waiting for room");
         let mut got = 0;
@@ -206,7 +206,7 @@ mod tests {
     #[tokio::test]
     async fn small_chunks_are_read_ahead_within_the_chunks_and_a_chunk_over_the_bytes_passes_alone() {
         let taken = Arc::new(AtomicUsize::new(0));
-        let mut receiver = pumped(body(100, 2048, taken.clone()), CHUNKS_AHEAD, Window::fixed(1 << 20));
+        let mut receiver = read_ahead_within(body(100, 2048, taken.clone()), CHUNKS_AHEAD, Window::fixed(1 << 20));
         settle().await;
         assert_eq!(taken.load(Ordering::SeqCst), CHUNKS_AHEAD + 1);
         drop(receiver);
