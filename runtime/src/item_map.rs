@@ -44,7 +44,7 @@ impl<K> ItemMap<K> {
     /// The object called `name` in `namespace` (`None` or `""` for cluster-scoped).
     pub(crate) fn get_by_name(&self, namespace: Option<&str>, name: &str) -> Option<&Arc<K>> {
         let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else { return self.get(name) };
-        let hash = self.hasher.hash_joined(Some(ns), name);
+        let hash = self.hasher.hash_joined(ns, name);
         self.table.find(hash, |(k, _)| is_joined(k.as_str(), ns, name)).map(|(_, obj)| obj)
     }
 

@@ -69,12 +69,11 @@ impl KeyHasher {
         s.finish()
     }
 
-    /// The hash of `namespace/name`, or of `name` when `namespace` is `None`.
+    /// The hash of `namespace/name`.
     #[inline]
-    pub(crate) fn hash_joined(&self, namespace: Option<&str>, name: &str) -> u64 {
-        let Some(ns) = namespace else { return self.hash(name) };
-        let mut s = self.stream(ns.len() + 1 + name.len());
-        s.feed(ns.as_bytes());
+    pub(crate) fn hash_joined(&self, namespace: &str, name: &str) -> u64 {
+        let mut s = self.stream(namespace.len() + 1 + name.len());
+        s.feed(namespace.as_bytes());
         s.feed(b"/");
         s.feed(name.as_bytes());
         s.finish()
@@ -153,11 +152,10 @@ mod tests {
                 assert_eq!(s.finish(), whole, "{key:?} cut at {cut}");
             }
             if let Some((ns, name)) = key.split_once('/') {
-                assert_eq!(h.hash_joined(Some(ns), name), whole, "{key:?}");
+                assert_eq!(h.hash_joined(ns, name), whole, "{key:?}");
             }
         }
-        assert_eq!(h.hash_joined(None, "node-1"), h.hash("node-1"));
-        assert_eq!(h.hash_joined(Some(""), "x"), h.hash("/x"));
+        assert_eq!(h.hash_joined("", "x"), h.hash("/x"));
     }
 
     #[test]
