@@ -158,7 +158,6 @@ mod tests {
         }
     }
 
-    /// A queue's receiver with a spawned pump over `body`.
     #[tokio::test]
     async fn large_chunks_are_read_ahead_within_the_bytes_and_all_come_out_in_order() {
         let taken = Arc::new(AtomicUsize::new(0));
