@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
+use crate::queue::{DRAINED_CAPACITY, Popped, Population, Queue, key_or_warn, pop_locked, release_drained, unlisted_survivor};
 
 struct State<K> {
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
@@ -183,6 +183,10 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         let take = |st: &mut State<K>| {
             let key = st.order.pop_front()?;
             let deltas = st.items.remove(&key).unwrap_or_default();
+            release_drained(&mut st.order);
+            if st.items.is_empty() && st.items.capacity() > DRAINED_CAPACITY {
+                st.items.shrink_to(DRAINED_CAPACITY);
+            }
             Some(Popped { deltas, is_in_initial_list: st.population.on_pop() })
         };
         pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await
@@ -207,5 +211,46 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         drop(st);
         self.notify.notify_waiters();
         self.notify.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn cm(i: usize) -> (ObjectKey, Arc<ConfigMap>) {
+        let obj = ConfigMap { metadata: ObjectMeta { namespace: Some("ns".into()), name: Some(format!("cm-{i}")), ..Default::default() }, ..Default::default() };
+        (ObjectKey::of(&obj).unwrap(), Arc::new(obj))
+    }
+
+    /// A list's backlog (keys in order, delta lists by key) is given back once popped.
+    #[tokio::test]
+    async fn a_drained_backlog_is_not_kept() {
+        let q = DeltaFifo::new(Arc::new(Indexer::new()));
+        q.replace_items((0..1000).map(cm).collect());
+        let capacities = |q: &DeltaFifo<ConfigMap>| {
+            let st = q.state.lock();
+            (st.order.capacity(), st.items.capacity())
+        };
+        let (order, items) = capacities(&q);
+        assert!(order >= 1000 && items >= 1000);
+        while q.len() > 1 {
+            q.pop(|_| ()).await.unwrap();
+        }
+        // Removals may leave tombstones, which lower a map's reported capacity without a shrink.
+        let (order_left, items_left) = capacities(&q);
+        assert!(order_left == order && items_left > (items - 1000).max(2 * DRAINED_CAPACITY), "shrunk with deltas still queued");
+        q.pop(|_| ()).await.unwrap();
+        let (order, items) = capacities(&q);
+        // A map keeps room for 7/8 of its buckets: 64 entries take 128 buckets.
+        assert!(order <= DRAINED_CAPACITY && items < 2 * DRAINED_CAPACITY, "{order} {items}");
+        q.replace_items((0..200).map(cm).collect());
+        let mut keys = Vec::new();
+        while !q.is_empty() {
+            keys.push(q.pop(|p| p.deltas[0].key.to_string()).await.unwrap());
+        }
+        assert_eq!(keys, (0..200).map(|i| format!("ns/cm-{i}")).collect::<Vec<_>>());
     }
 }

@@ -28,6 +28,8 @@
 //!   each key in `unlisted` whose last known state is present gets that tombstone.
 //! - `close` wakes every pending pop; every pop after it returns `None` at once, and
 //!   what was still queued is dropped.
+//! - A queue that a pop empties keeps room for at most [`DRAINED_CAPACITY`] entries: the
+//!   backlog of a list or of a burst of events is not kept allocated after it drained.
 
 use std::sync::Arc;
 
@@ -95,6 +97,21 @@ pub trait Queue<K>: Send + Sync {
     }
     /// Closes the queue: pending and future pops return `None`.
     fn close(&self);
+}
+
+/// The most entries a queue keeps room for once a pop has emptied it. A queue grows to its
+/// backlog (a list's pages arrive faster than the store takes them, a burst of events faster
+/// than handlers are fed) and would otherwise keep that capacity for good; a few dozen
+/// entries cover steady watch traffic without growing again.
+pub(crate) const DRAINED_CAPACITY: usize = 64;
+
+/// Gives back the memory of an emptied queue's backlog, down to [`DRAINED_CAPACITY`] entries.
+/// Growing again costs what the backlog's growth cost once, so this does not change a
+/// queue's amortised cost per entry.
+pub(crate) fn release_drained<T>(items: &mut std::collections::VecDeque<T>) {
+    if items.is_empty() && items.capacity() > DRAINED_CAPACITY {
+        items.shrink_to(DRAINED_CAPACITY);
+    }
 }
 
 /// A queue's `pop`: waits until `take` finds a batch in the locked state, then runs `apply`
