@@ -53,10 +53,13 @@ impl Drop for Replay {
     }
 }
 
-fn replay(bin: &Path, workload: &str, n: usize) -> Replay {
+/// A replay server for `workload` over `n` objects, started and warmed: it answers only once
+/// it has encoded the list pages and WatchList streams every client asks for, and the churn
+/// events of `warm_events` objects, so no client's figures carry the server's first encoding.
+fn replay(bin: &Path, workload: &str, n: usize, warm_events: usize) -> Replay {
     let delay = arg("--list-delay").map(|d| vec!["--list-delay".to_string(), d]).unwrap_or_default();
     let mut child = Command::new(bin.join("replay-server"))
-        .args(["--workload", workload, "--n", &n.to_string()])
+        .args(["--workload", workload, "--n", &n.to_string(), "--warm-events", &warm_events.to_string()])
         .args(delay)
         .stdout(Stdio::piped())
         .spawn()
@@ -286,7 +289,7 @@ fn sync_table(
             "configmaps" | "servicemonitors" => workload,
             _ => "pods",
         };
-        let server = replay(go_bin, workload, n);
+        let server = replay(go_bin, workload, n, 0);
         let per_obj = server.bytes / n as f64;
         let ceiling = |lean: bool| {
             let mut args = vec![
@@ -407,7 +410,7 @@ fn sync_table(
 
 fn lister_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, runs: usize) {
     // Lister operations over the synced Pods (replicated workload).
-    let server = replay(go_bin, "pods-shared", n);
+    let server = replay(go_bin, "pods-shared", n, 0);
     table.push_str(&format!(
         "\n\nLister operations over {n} Pods (median of {runs} runs, min–max; each run: 1M `get`s by namespace and name in a scattered order, 2,000 namespace lists (100 Pods), 200 selector lists `app=app-7` over all Pods (50 match), 2,000 namespace-index lookups). kube-rs's store has no namespace or custom index: its lists are scans of `state()`.\n\n"
     ));
@@ -470,7 +473,7 @@ fn memory_table(
         "\n\nPeak ÷ steady memory over {n} Pods (pods-unique: nothing to share), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started. JSON but the protobuf rows (the server writes a protobuf WatchList event by event, as the API server does).\n\n"
     ));
     table.push_str("| list | client | steady heap | initial sync: peak ÷ steady heap | RSS | relist: peak ÷ steady heap | RSS | relist time |\n|---|---|---|---|---|---|---|---|\n");
-    let server = replay(go_bin, "pods-unique", n);
+    let server = replay(go_bin, "pods-unique", n, 0);
     for mode in ["WatchList", "paged list"] {
         for (name, cmd, extra) in clients {
             let mut args = vec![
@@ -530,7 +533,8 @@ fn event_table(
         "\n\nWatch events over {n} synced Pods (pods-shared), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. JSON but the protobuf rows (client-go's default; kube-rs has none). Ratios are against the first row of the same wire format.\n\n"
     ));
     table.push_str("| handlers | client | events/s | first ÷ it | CPU s per 1M events | first ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|\n");
-    let server = replay(go_bin, "pods-shared", n);
+    let warm = [&events, &paced].iter().map(|e| e.parse::<usize>().expect("--events and --paced-events are counts")).max().unwrap();
+    let server = replay(go_bin, "pods-shared", n, warm);
     for handlers in ["1", "4", "16"] {
         let mut rows = Vec::new();
         for (name, cmd, extra) in clients {

@@ -3,9 +3,13 @@
 // without the server being the bottleneck. It is part of the benchmark harness
 // (tests/bench); it is not an API server: it serves one resource's collection and nothing else.
 //
-//	replay-server --workload pods-shared --n 10000 --addr 127.0.0.1:0 [--list-delay 5ms]
+//	replay-server --workload pods-shared --n 10000 --addr 127.0.0.1:0 [--list-delay 5ms] [--warm-events E]
 //
-// It prints "listening http://ADDR" and the JSON size of the objects, then serves:
+// Before it listens it encodes what clients will ask for (the list pages of 500 objects in
+// JSON and, for built-in kinds, protobuf; the protobuf WatchList stream; the churn events of
+// the first E objects in both formats), so that no client's measurement carries the
+// server's first encoding of them. It prints "listening http://ADDR" and the JSON size of
+// the objects, then serves:
 //
 //	GET /api/v1/{pods|configmaps}?limit=L&continue=C        paged list (resourceVersion of the set)
 //	    (/apis/monitoring.coreos.com/v1/servicemonitors for the servicemonitors workload)
@@ -133,6 +137,7 @@ func main() {
 	templates := flag.Int("templates", 200, "pod templates for pods-shared")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	listDelay := flag.Duration("list-delay", 0, "wait before answering each list page: the time a real API server takes to serve one (0: none)")
+	warmEvents := flag.Int("warm-events", 0, "encode the churn events of this many objects before listening (a churn of E events touches min(E, n) objects)")
 	flag.Parse()
 
 	s := &server{full: &view{apiVersion: "v1", pages: map[int][][]byte{}}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, protoTemplates: map[int]*eventTemplate{}, watchers: map[chan churn]bool{}, nextRV: 2000000, listDelay: *listDelay}
@@ -205,6 +210,7 @@ func main() {
 	for _, o := range s.objects {
 		total += len(o)
 	}
+	s.warm(*warmEvents)
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
 		panic(err)
@@ -213,6 +219,28 @@ func main() {
 	fmt.Printf("objects %d bytes %d\n", len(s.objects), total)
 	os.Stdout.Sync()
 	http.Serve(l, s)
+}
+
+// warmPageLimit is the page size every measured client lists with (client-go's, kube-rs's
+// and informer-gen's default).
+const warmPageLimit = 500
+
+// warm encodes, ahead of any request, the list pages of warmPageLimit objects (JSON, full
+// and metadata-only; protobuf), the protobuf WatchList stream and the churn templates of the
+// first events objects in JSON and protobuf. What is not warmed is still built on first use.
+func (s *server) warm(events int) {
+	s.pagesFor(s.full, warmPageLimit)
+	s.pagesFor(s.meta, warmPageLimit)
+	if s.newList != nil {
+		s.protoPagesFor(warmPageLimit)
+		s.protoWatchList()
+	}
+	for i := 0; i < events && i < len(s.objects); i++ {
+		s.template(s.churnObject(i), false)
+		if s.newList != nil {
+			s.template(s.churnObject(i), true)
+		}
+	}
 }
 
 // decodeAll decodes each JSON document into a T.
