@@ -28,8 +28,9 @@
 //!   each key in `unlisted` whose last known state is present gets that tombstone.
 //! - `close` wakes every pending pop; every pop after it returns `None` at once, and
 //!   what was still queued is dropped.
-//! - A queue that a pop empties keeps room for at most [`DRAINED_CAPACITY`] entries: the
-//!   backlog of a list or of a burst of events is not kept allocated after it drained.
+//! - A queue that a pop empties keeps room for about [`DRAINED_CAPACITY`] entries (a map
+//!   rounds up to its buckets): the backlog of a list or of a burst of events is not kept
+//!   allocated after it drained.
 
 use std::sync::Arc;
 
