@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{DRAINED_CAPACITY, Popped, Population, Queue, key_or_warn, pop_locked, release_drained, unlisted_survivor};
+use crate::queue::{Backlog, Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
 
 struct State<K> {
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
@@ -183,11 +183,8 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         let take = |st: &mut State<K>| {
             let key = st.order.pop_front()?;
             let deltas = st.items.remove(&key).unwrap_or_default();
-            release_drained(&mut st.order);
-            // A map's capacity is 7/8 of its power-of-two buckets: 112 once shrunk to 64.
-            if st.items.is_empty() && st.items.capacity() > 2 * DRAINED_CAPACITY {
-                st.items.shrink_to(DRAINED_CAPACITY);
-            }
+            st.order.release_drained();
+            st.items.release_drained();
             Some(Popped { deltas, is_in_initial_list: st.population.on_pop() })
         };
         pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await
@@ -218,13 +215,9 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::DRAINED_CAPACITY;
+    use crate::queue::test_support::{cm, regrows_in_order};
     use k8s_openapi::api::core::v1::ConfigMap;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn cm(i: usize) -> (ObjectKey, Arc<ConfigMap>) {
-        let obj = ConfigMap { metadata: ObjectMeta { namespace: Some("ns".into()), name: Some(format!("cm-{i}")), ..Default::default() }, ..Default::default() };
-        (ObjectKey::of(&obj).unwrap(), Arc::new(obj))
-    }
 
     /// A list's backlog (keys in order, delta lists by key) is given back once popped.
     #[tokio::test]
@@ -246,11 +239,6 @@ mod tests {
         q.pop(|_| ()).await.unwrap();
         let (order, items) = capacities(&q);
         assert!(order <= DRAINED_CAPACITY && items < 2 * DRAINED_CAPACITY, "{order} {items}");
-        q.replace_items((0..200).map(cm).collect());
-        let mut keys = Vec::new();
-        while !q.is_empty() {
-            keys.push(q.pop(|p| p.deltas[0].key.to_string()).await.unwrap());
-        }
-        assert_eq!(keys, (0..200).map(|i| format!("ns/cm-{i}")).collect::<Vec<_>>());
+        regrows_in_order(&q, 200).await;
     }
 }

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Popped, Population, Queue, key_or_warn, pop_locked, release_drained, unlisted_survivor};
+use crate::queue::{Backlog, Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
@@ -148,7 +148,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
     async fn pop<'a, R: Send + 'a>(&'a self, apply: impl FnOnce(Popped<K>) -> R + Send + 'a) -> Option<R> {
         let take = |st: &mut State<K>| {
             let delta = st.items.pop_front()?;
-            release_drained(&mut st.items);
+            st.items.release_drained();
             Some(Popped { deltas: vec![delta], is_in_initial_list: st.population.on_pop() })
         };
         pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await
@@ -179,13 +179,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
 mod tests {
     use super::*;
     use crate::queue::DRAINED_CAPACITY;
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn cm(i: usize) -> (ObjectKey, Arc<ConfigMap>) {
-        let obj = ConfigMap { metadata: ObjectMeta { namespace: Some("ns".into()), name: Some(format!("cm-{i}")), ..Default::default() }, ..Default::default() };
-        (ObjectKey::of(&obj).unwrap(), Arc::new(obj))
-    }
+    use crate::queue::test_support::{cm, regrows_in_order};
 
     /// A list's backlog is given back once popped, and only once the queue is empty.
     #[tokio::test]
@@ -201,12 +195,6 @@ mod tests {
         q.pop(|_| ()).await.unwrap();
         assert!(q.is_empty());
         assert!(q.state.lock().items.capacity() <= DRAINED_CAPACITY);
-        // It grows again as needed and keeps every delta.
-        q.replace_items((0..200).map(cm).collect());
-        let mut keys = Vec::new();
-        while !q.is_empty() {
-            keys.push(q.pop(|p| p.deltas[0].key.to_string()).await.unwrap());
-        }
-        assert_eq!(keys, (0..200).map(|i| format!("ns/cm-{i}")).collect::<Vec<_>>());
+        regrows_in_order(&q, 200).await;
     }
 }
