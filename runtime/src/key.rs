@@ -6,13 +6,16 @@
 //! - A key hashes and compares exactly like its `&str` form, so maps keyed by
 //!   [`ObjectKey`] can be queried with a plain `&str`.
 //! - Cloning a key is a reference-count bump: the store, the indices and the queues share
-//!   one allocation per key.
+//!   one allocation per key, and each holds one pointer to it (a [`ThinStr`]).
 
 use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::fmt;
-use std::sync::Arc;
+use std::hash::{Hash, Hasher};
 
 use kube_core::Resource;
+
+use crate::thin_str::ThinStr;
 
 /// Maps of the queues and key sets hash with foldhash: keys come from the API server, and
 /// lookups by key are the hot path of every relist, where SipHash was most of the cost. (The
@@ -27,14 +30,14 @@ pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::Random
 pub type KeySet = FastSet<ObjectKey>;
 
 /// The cache key of one object (`namespace/name` or `name`).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey(Arc<str>);
+#[derive(Clone)]
+pub struct ObjectKey(ThinStr);
 
 impl ObjectKey {
     /// Builds the key of the object called `name` in `namespace` (`None` or `""` for
     /// cluster-scoped objects).
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
-        with_key_str(namespace, name, |key| ObjectKey(key.into()))
+        with_key_str(namespace, name, |key| ObjectKey(ThinStr::new(key)))
     }
 
     /// The key of `obj`, or `None` when the object carries no `metadata.name`.
@@ -45,62 +48,91 @@ impl ObjectKey {
     }
 
     /// Parses a key in its string form; the string is taken as is.
-    pub fn from_string(key: impl Into<Arc<str>>) -> Self {
-        ObjectKey(key.into())
+    pub fn from_string(key: impl AsRef<str>) -> Self {
+        ObjectKey(ThinStr::new(key.as_ref()))
     }
 
     /// The key as a string slice.
+    #[inline]
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 
     /// The namespace part, `None` for a cluster-scoped key.
     pub fn namespace(&self) -> Option<&str> {
-        self.0.split_once('/').map(|(ns, _)| ns)
+        self.as_str().split_once('/').map(|(ns, _)| ns)
     }
 
     /// The address of the key's one allocation: equal for clones of one key, different for
     /// two keys built separately even when their strings are equal.
     pub(crate) fn allocation(&self) -> *const u8 {
-        Arc::as_ptr(&self.0) as *const u8
+        self.0.allocation()
     }
 
     /// The name part.
     pub fn name(&self) -> &str {
-        match self.0.split_once('/') {
+        let key = self.as_str();
+        match key.split_once('/') {
             Some((_, name)) => name,
-            None => &self.0,
+            None => key,
         }
+    }
+}
+
+impl PartialEq for ObjectKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.allocation() == other.allocation() || self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ObjectKey {}
+
+impl Hash for ObjectKey {
+    /// As the key's `&str` hashes, so maps of keys can be queried with one.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl PartialOrd for ObjectKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ObjectKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_str().cmp(other.as_str())
     }
 }
 
 impl Borrow<str> for ObjectKey {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl AsRef<str> for ObjectKey {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl From<&str> for ObjectKey {
     fn from(s: &str) -> Self {
-        ObjectKey(s.into())
+        ObjectKey(ThinStr::new(s))
     }
 }
 
@@ -143,5 +175,20 @@ mod tests {
         let mut m = HashMap::new();
         m.insert(ObjectKey::new(Some("a"), "b"), 1);
         assert_eq!(m.get("a/b"), Some(&1));
+        assert_eq!(m.get(&ObjectKey::from_string("a/b")), Some(&1));
+        assert_eq!(m.get("a/c"), None);
+    }
+
+    #[test]
+    fn keys_compare_and_order_by_their_text() {
+        assert_eq!(std::mem::size_of::<ObjectKey>(), 8);
+        let a = ObjectKey::new(Some("default"), "web");
+        let b = ObjectKey::from("default/web");
+        assert!(a == b && a.allocation() != b.allocation());
+        assert_ne!(a, ObjectKey::from("default/wec"));
+        let mut keys = [ObjectKey::from("b"), ObjectKey::from("a/z"), ObjectKey::from("a"), ObjectKey::from("a/b")];
+        keys.sort();
+        assert_eq!(keys.iter().map(ObjectKey::as_str).collect::<Vec<_>>(), ["a", "a/b", "a/z", "b"]);
+        assert_eq!(format!("{a} {a:?}"), "default/web \"default/web\"");
     }
 }

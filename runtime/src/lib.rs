@@ -62,6 +62,7 @@ mod read_ahead;
 mod real_fifo;
 mod reflector;
 mod selector;
+mod thin_str;
 pub mod lean;
 pub mod testing;
 mod transform;

@@ -3,8 +3,8 @@
 //! Invariants: every `Str` comes from a string table — the process-wide one, or (for
 //! [`super::RawJson`]'s texts) a table of its own whose `Str`s are never compared with
 //! these — so equal strings of one table share one allocation and compare and hash by
-//! address. The allocation is freed when the
-//! last `Str` (the table's included) is dropped; the count is atomic, as in `Arc`.
+//! address. The allocation (a [`ThinStr`]) is freed when the last `Str` (the table's
+//! included) is dropped.
 //!
 //! Each thread also keeps the short strings (at most [`RECENT_MAX_LEN`] bytes) of the
 //! process-wide table it interned last, one per slot of [`RECENT_SLOTS`] chosen by a hash
@@ -13,20 +13,18 @@
 //! outside reference (and survives sweeps) until the slot is reused or the thread ends —
 //! at most `RECENT_SLOTS × RECENT_MAX_LEN` bytes of text per thread.
 
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::convert::Infallible;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering, fence};
 
 use serde::de::{Error, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::intern::{Held, Table, TableStats};
+use crate::thin_str::ThinStr;
 
 /// A table of strings, looked up by their bytes.
 pub(crate) type StrTable = Table<ByContent>;
@@ -70,27 +68,10 @@ fn intern_global<'b, E>(bytes: &'b [u8], check: impl FnOnce(&'b [u8]) -> Result<
     Ok(held)
 }
 
-/// The start of a string's allocation; the UTF-8 bytes follow it.
-#[repr(C)]
-struct Header {
-    count: AtomicU32,
-    len: u32,
-}
-
-const HEADER: usize = std::mem::size_of::<Header>();
-
 /// An interned string: one pointer (8 bytes, 8 with `Option`), to a count, a length and
 /// the text, stored once per distinct value.
-pub struct Str(NonNull<Header>);
-
-// SAFETY: the text is immutable and the count atomic, as in `Arc<str>`.
-unsafe impl Send for Str {}
-// SAFETY: as above.
-unsafe impl Sync for Str {}
-
-fn layout(len: usize) -> Layout {
-    Layout::from_size_align(HEADER + len, std::mem::align_of::<Header>()).expect("string length fits a Layout")
-}
+#[derive(Clone)]
+pub struct Str(ThinStr);
 
 impl Str {
     /// The interned `s`; allocates only for a string not held yet.
@@ -122,30 +103,12 @@ impl Str {
     }
 
     fn alloc(s: &str) -> Self {
-        // Kubernetes objects are at most a few MiB; a 4 GiB string cannot come from one.
-        let len = u32::try_from(s.len()).expect("a string of 4 GiB or more");
-        let layout = layout(s.len());
-        // SAFETY: the layout is never zero-sized (it holds the header); the header and the
-        // bytes are written before the pointer is shared.
-        unsafe {
-            let p = alloc(layout);
-            let Some(header) = NonNull::new(p.cast::<Header>()) else { handle_alloc_error(layout) };
-            header.as_ptr().write(Header { count: AtomicU32::new(1), len });
-            std::ptr::copy_nonoverlapping(s.as_ptr(), p.add(HEADER), s.len());
-            Str(header)
-        }
-    }
-
-    fn header(&self) -> &Header {
-        // SAFETY: the allocation lives while any `Str` points to it.
-        unsafe { self.0.as_ref() }
+        Str(ThinStr::new(s))
     }
 
     /// The text.
     pub fn as_str(&self) -> &str {
-        let len = self.header().len as usize;
-        // SAFETY: `len` UTF-8 bytes were copied from a `&str` right after the header.
-        unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.0.as_ptr().cast::<u8>().add(HEADER), len)) }
+        self.0.as_str()
     }
 
     /// Counters of the string table.
@@ -156,29 +119,6 @@ impl Str {
     /// Sweeps the string table (see [`super::Table::sweep`]).
     pub fn sweep_table() -> usize {
         STRINGS.sweep()
-    }
-}
-
-impl Clone for Str {
-    fn clone(&self) -> Self {
-        let old = self.header().count.fetch_add(1, Ordering::Relaxed);
-        if old > i32::MAX as u32 {
-            // As `Arc` does on overflow: continuing could free a string still in use.
-            std::process::abort();
-        }
-        Str(self.0)
-    }
-}
-
-impl Drop for Str {
-    fn drop(&mut self) {
-        if self.header().count.fetch_sub(1, Ordering::Release) != 1 {
-            return;
-        }
-        fence(Ordering::Acquire);
-        let len = self.header().len as usize;
-        // SAFETY: this was the last reference; the allocation was made with this layout.
-        unsafe { dealloc(self.0.as_ptr().cast::<u8>(), layout(len)) }
     }
 }
 
@@ -208,7 +148,7 @@ impl Borrow<[u8]> for ByContent {
 
 impl Held for ByContent {
     fn is_only_reference(&self) -> bool {
-        self.0.header().count.load(Ordering::Acquire) == 1
+        self.0.0.is_only_reference()
     }
 }
 
@@ -233,7 +173,7 @@ impl From<&str> for Str {
 
 impl PartialEq for Str {
     fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
+        self.0.allocation() == other.0.allocation()
     }
 }
 
@@ -253,7 +193,7 @@ impl PartialEq<&str> for Str {
 
 impl Hash for Str {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        std::ptr::hash(self.0.as_ptr(), state)
+        std::ptr::hash(self.0.allocation(), state)
     }
 }
 
