@@ -55,11 +55,12 @@ pub(crate) fn decode_list<K: DeserializeOwned + Send + 'static>(bytes: &[u8]) ->
     decode_list_on(bytes, None, MAX_PIECE_BYTES, None, |_| {})
 }
 
-/// [`decode_list`], calling `on_continue` with the page's continue token (when it has one)
-/// once the page's metadata is read and before its items are decoded. Inside a tokio
+/// [`decode_list`], calling `on_continue` with the page's continue token (`None` on a
+/// list's last page) once the page's metadata is read and before its items are decoded (if
+/// the metadata does not read, it is not called). Inside a tokio
 /// runtime, and on one of its blocking threads when the page is many bytes (as it must be
 /// then), the parts of a page cut without a scan decode on the runtime's blocking pool.
-pub(crate) fn decode_list_then<K: DeserializeOwned + Send + 'static>(bytes: &Bytes, on_continue: impl FnOnce(&str)) -> Result<ListPage<K>, String> {
+pub(crate) fn decode_list_then<K: DeserializeOwned + Send + 'static>(bytes: &Bytes, on_continue: impl FnOnce(Option<&str>)) -> Result<ListPage<K>, String> {
     decode_list_on(bytes, None, MAX_PIECE_BYTES, Some(bytes), on_continue)
 }
 
@@ -77,7 +78,7 @@ fn decode_list_on<K: DeserializeOwned + Send + 'static>(
     threads: Option<usize>,
     piece_bytes: usize,
     pooled: Option<&Bytes>,
-    on_continue: impl FnOnce(&str),
+    on_continue: impl FnOnce(Option<&str>),
 ) -> Result<ListPage<K>, String> {
     let mut on_continue = Some(on_continue);
     let split_threads = threads.unwrap_or_else(|| threads_for_bytes(bytes.len()));
@@ -105,14 +106,12 @@ fn decode_split<K: DeserializeOwned + Send + 'static>(
     threads: usize,
     piece_bytes: usize,
     pooled: Option<&Bytes>,
-    on_continue: &mut Option<impl FnOnce(&str)>,
+    on_continue: &mut Option<impl FnOnce(Option<&str>)>,
 ) -> Option<ListPage<K>> {
     let page = split(bytes, pieces_for(bytes.len(), threads, piece_bytes))?;
     let continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
-    if let Some(token) = &continue_token {
-        if let Some(call) = on_continue.take() {
-            call(token);
-        }
+    if let Some(call) = on_continue.take() {
+        call(continue_token.as_deref());
     }
     let runtime = tokio::runtime::Handle::try_current().ok();
     let per_thread = page.parts.len().div_ceil(threads.max(1)).max(1);
@@ -198,11 +197,11 @@ fn decode_pieces<K: DeserializeOwned, P: AsRef<[u8]>>(pieces: &[P]) -> Option<Ve
 
 /// The page read the slow way: one scan for every item's text, then the texts decoded in
 /// parts; `on_continue`, if still there, is called between the two.
-fn decode_scanned<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: Option<impl FnOnce(&str)>) -> Result<ListPage<K>, String> {
+fn decode_scanned<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: Option<impl FnOnce(Option<&str>)>) -> Result<ListPage<K>, String> {
     let list: RawList<'_> = serde_json::from_slice(bytes).map_err(|e| format!("list: {e}"))?;
     let continue_token = list.metadata.continue_.filter(|c| !c.is_empty());
-    if let (Some(token), Some(call)) = (&continue_token, on_continue) {
-        call(token);
+    if let Some(call) = on_continue {
+        call(continue_token.as_deref());
     }
     let texts: Vec<&str> = list.items.unwrap_or_default().into_iter().map(RawValue::get).collect();
     let threads = threads.unwrap_or_else(|| threads_for(&texts));
@@ -309,6 +308,10 @@ mod tests {
             assert!(page.items.is_empty());
             assert_eq!(page.resource_version, "5");
             assert_eq!(page.continue_token, None);
+            // A last page is told as one before its items decode.
+            let mut told = Vec::new();
+            decode_list_on::<ConfigMap>(bytes, Some(1), MAX_PIECE_BYTES, None, |token| told.push(token.map(str::to_string))).unwrap();
+            assert_eq!(told, [None]);
         }
     }
 
@@ -341,13 +344,13 @@ mod tests {
         pages.push(format!(r#"{{"metadata":{meta},"items":[{}],"x":[1]}}"#, plain.join(",")).into_bytes());
         pages.push(format!(r#"{{"metadata":{meta},"items":[{}]}}}}"#, plain.join(",")).into_bytes());
         for (n, bytes) in pages.iter().enumerate() {
-            let scanned = outcome(decode_scanned(bytes, Some(2), None::<fn(&str)>));
+            let scanned = outcome(decode_scanned(bytes, Some(2), None::<fn(Option<&str>)>));
             for (threads, piece_bytes) in [(1, MAX_PIECE_BYTES), (2, MAX_PIECE_BYTES), (3, MAX_PIECE_BYTES), (1, 300), (2, 300), (3, 1000)] {
                 let mut called = Vec::new();
-                let page = outcome(decode_list_on(bytes, Some(threads), piece_bytes, None, |token| called.push(token.to_string())));
+                let page = outcome(decode_list_on(bytes, Some(threads), piece_bytes, None, |token| called.push(token.map(str::to_string))));
                 assert_eq!(page, scanned, "page {n}, {threads} threads, pieces of {piece_bytes}");
                 if page.is_ok() {
-                    assert_eq!(called, ["more"], "page {n}, {threads} threads, pieces of {piece_bytes}");
+                    assert_eq!(called, [Some("more".to_string())], "page {n}, {threads} threads, pieces of {piece_bytes}");
                 }
             }
         }
@@ -357,8 +360,8 @@ mod tests {
         let cut = split(&nested_page, 2).expect("laid out as the apiserver does");
         assert!(cut.parts[0].len() > with_nested[0].len() + 1 + with_nested[1].len() / 2);
         assert!(!with_nested.iter().any(|i| cut.parts[0].ends_with(i.as_bytes())), "the guessed cut is not between items");
-        assert!(decode_split::<serde_json::Value>(&nested_page, 2, MAX_PIECE_BYTES, None, &mut None::<fn(&str)>).is_none());
-        assert!(decode_split::<serde_json::Value>(&pages[0], 2, MAX_PIECE_BYTES, None, &mut None::<fn(&str)>).is_some(), "a plain page is cut");
+        assert!(decode_split::<serde_json::Value>(&nested_page, 2, MAX_PIECE_BYTES, None, &mut None::<fn(Option<&str>)>).is_none());
+        assert!(decode_split::<serde_json::Value>(&pages[0], 2, MAX_PIECE_BYTES, None, &mut None::<fn(Option<&str>)>).is_some(), "a plain page is cut");
         // Broken JSON inside an item breaks the page, as the scan reads it.
         assert!(outcome(decode_list_on(&pages[2], Some(2), MAX_PIECE_BYTES, None, |_| {})).unwrap_err().starts_with("list: "));
     }
@@ -375,7 +378,7 @@ mod tests {
         for items in [plain, with_nested, bad] {
             let bytes = Bytes::from(list(&items, r#"{"resourceVersion":"8","continue":"c"}"#));
             assert!(threads_for_bytes(bytes.len()) == 1 || split(&bytes, 2).is_some());
-            let expected = outcome(decode_scanned(&bytes, None, None::<fn(&str)>));
+            let expected = outcome(decode_scanned(&bytes, None, None::<fn(Option<&str>)>));
             let again = bytes.clone();
             let pooled = tokio::task::spawn_blocking(move || outcome(decode_list_then(&bytes, |_| {}))).await.unwrap();
             assert_eq!(pooled, expected);

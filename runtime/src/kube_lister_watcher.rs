@@ -95,7 +95,8 @@ impl Target {
         let on_blocking_thread = response.bytes.len() >= MIN_BYTES_PER_THREAD;
         let (client, builder, opts, next_page) = (self.client.clone(), self.request.clone(), opts.clone(), self.next_page.starter());
         let decode = move || {
-            let fetch_next = |token: &str| {
+            let fetch_next = |token: Option<&str>| {
+                let Some(token) = token else { return next_page.last_page() };
                 let next = ListOptions { continue_token: Some(token.to_owned()), ..opts };
                 // A request that does not build is not fetched ahead; asked for, it fails then.
                 if let Ok(request) = build(&builder, &list_params(&next)) {

@@ -16,7 +16,8 @@
 //! - A page's buffer, once its items are decoded, is kept for the body of a page after it
 //!   (pages alternate between two buffers instead of each allocating, and faulting in, its
 //!   own megabyte): at most [`MAX_SPARE_BUFFERS`] are kept, only while a paged list goes on.
-//!   The last page of a list, and a request that is not the page fetched ahead, drop them.
+//!   A list's last page drops them as soon as its metadata shows it is the last, before its
+//!   items decode; a request that is not the page fetched ahead drops them too.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -240,6 +241,12 @@ impl PrefetchStarter {
         slot.ahead = Some(Ahead { id, task });
     }
 
+    /// The page being decoded is a list's last: no body follows to take a spare buffer, so
+    /// they are dropped before its items decode beside them.
+    pub(crate) fn last_page(&self) {
+        lock(&self.0).spare = Vec::new();
+    }
+
     /// Takes back the bytes of a decoded page: kept for a later page's body when `more`
     /// pages follow and nothing else holds them; when none follow, every spare buffer is
     /// dropped.
@@ -333,8 +340,11 @@ mod tests {
         let third = slot.send(&client, page("p3"), None).await.unwrap();
         assert_eq!(&third.bytes[..], BODY);
         assert_eq!(third.bytes.as_ptr(), first_buffer, "the third page is read into the first page's buffer");
+        assert_eq!(spares(&slot), 1, "the second page's buffer, for a fourth");
+        starter.last_page();
+        assert_eq!(spares(&slot), 0, "the last page drops every spare buffer before its items decode");
         starter.done_with(third.bytes, false);
-        assert_eq!(spares(&slot), 0, "the last page drops every spare buffer");
+        assert_eq!(spares(&slot), 0, "and keeps none after");
 
         // Bytes something else still holds are not reused.
         let held = slot.send(&client, page(""), None).await.unwrap();

@@ -72,12 +72,13 @@ pub fn decode_list<K: DeserializeOwned + Send>(item: &'static Message, bytes: &[
     decode_list_on(item, bytes, None, |_| {})
 }
 
-/// [`decode_list`], calling `on_continue` with the page's continue token (when it has one)
-/// once the page is scanned and before its items are decoded.
+/// [`decode_list`], calling `on_continue` with the page's continue token (`None` on a
+/// list's last page) once the page is scanned and before its items are decoded (if the
+/// scan fails, it is not called).
 pub(crate) fn decode_list_then<K: DeserializeOwned + Send>(
     item: &'static Message,
     bytes: &[u8],
-    on_continue: impl FnOnce(&str),
+    on_continue: impl FnOnce(Option<&str>),
 ) -> Result<ListPage<K>, ProtoError> {
     decode_list_on(item, bytes, None, on_continue)
 }
@@ -87,7 +88,7 @@ fn decode_list_on<K: DeserializeOwned + Send>(
     item: &'static Message,
     bytes: &[u8],
     threads: Option<usize>,
-    on_continue: impl FnOnce(&str),
+    on_continue: impl FnOnce(Option<&str>),
 ) -> Result<ListPage<K>, ProtoError> {
     let u = unknown(bytes)?;
     let mut page = ListPage { items: Vec::new(), resource_version: String::new(), continue_token: None };
@@ -107,9 +108,7 @@ fn decode_list_on<K: DeserializeOwned + Send>(
         }
         Ok(())
     })?;
-    if let Some(token) = &page.continue_token {
-        on_continue(token);
-    }
+    on_continue(page.continue_token.as_deref());
     let threads = threads.unwrap_or_else(|| threads_for(&encoded));
     // Each part stops at its first bad item; parts come back in order, so the first error
     // met below is the first bad item of the page.
@@ -273,7 +272,9 @@ mod tests {
     fn a_page_decoded_on_several_threads_keeps_its_order_and_names_the_first_bad_item() {
         let names: Vec<Vec<u8>> = (0..197).map(|i| format!("thing-{i}").into_bytes()).collect();
         let bytes = list(&names);
-        let alone: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(1), |_| {}).unwrap();
+        let mut told = Vec::new();
+        let alone: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(1), |token| told.push(token.map(str::to_string))).unwrap();
+        assert_eq!(told, std::slice::from_ref(&alone.continue_token), "told once, before the items, of the page's token or its absence");
         let shared: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(4), |_| {}).unwrap();
         assert_eq!(alone.resource_version, "7");
         assert_eq!(alone.items.len(), names.len());
