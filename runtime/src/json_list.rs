@@ -308,7 +308,7 @@ mod tests {
             assert!(page.items.is_empty());
             assert_eq!(page.resource_version, "5");
             assert_eq!(page.continue_token, None);
-            // A last page is told as one before its items decode.
+            // A last page is told as one: no token.
             let mut told = Vec::new();
             decode_list_on::<ConfigMap>(bytes, Some(1), MAX_PIECE_BYTES, None, |token| told.push(token.map(str::to_string))).unwrap();
             assert_eq!(told, [None]);

@@ -274,7 +274,7 @@ mod tests {
         let bytes = list(&names);
         let mut told = Vec::new();
         let alone: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(1), |token| told.push(token.map(str::to_string))).unwrap();
-        assert_eq!(told, std::slice::from_ref(&alone.continue_token), "told once, before the items, of the page's token or its absence");
+        assert_eq!(told, std::slice::from_ref(&alone.continue_token), "told once, of the page's token or of its absence");
         let shared: ListPage<Thing> = decode_list_on(&THING, &bytes, Some(4), |_| {}).unwrap();
         assert_eq!(alone.resource_version, "7");
         assert_eq!(alone.items.len(), names.len());
