@@ -29,7 +29,8 @@ pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::Random
 /// [`Queue::replace_finish`](crate::Queue::replace_finish).
 pub type KeySet = FastSet<ObjectKey>;
 
-/// The cache key of one object (`namespace/name` or `name`).
+/// The cache key of one object (`namespace/name` or `name`). Its text is shorter than 4 GiB
+/// (building a longer one panics; a valid Kubernetes key is at most 317 bytes).
 #[derive(Clone)]
 pub struct ObjectKey(ThinStr);
 
