@@ -188,9 +188,9 @@ fn decode_pieces<K: DeserializeOwned, P: AsRef<[u8]>>(pieces: &[P]) -> Option<Ve
         array.push(b'[');
         array.extend_from_slice(piece.as_ref());
         array.push(b']');
-        let mut read = serde_json::Deserializer::from_slice(&array);
-        (&mut read).deserialize_seq(ItemsInto(&mut items)).ok()?;
-        read.end().ok()?;
+        if !decode_array(&array, &mut items) {
+            return None;
+        }
     }
     Some(items)
 }
@@ -198,6 +198,23 @@ fn decode_pieces<K: DeserializeOwned, P: AsRef<[u8]>>(pieces: &[P]) -> Option<Ve
 /// The page read the slow way: one scan for every item's text, then the texts decoded in
 /// parts; `on_continue`, if still there, is called between the two.
 fn decode_scanned<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: Option<impl FnOnce(Option<&str>)>) -> Result<ListPage<K>, String> {
+    decode_scanned_from(bytes, 0, threads, on_continue)
+}
+
+/// The items of a list response whose first item is the page's `items[first]` (the rest of
+/// a page whose earlier items are already decoded, behind `{"items":[`), read the slow way:
+/// an error names the first bad item by its place in the page.
+pub(crate) fn decode_rest<K: DeserializeOwned + Send>(bytes: &[u8], first: usize) -> Result<Vec<K>, String> {
+    decode_scanned_from(bytes, first, None, None::<fn(Option<&str>)>).map(|page| page.items)
+}
+
+/// [`decode_scanned`] of a list whose first item is the page's `items[first]`.
+fn decode_scanned_from<K: DeserializeOwned + Send>(
+    bytes: &[u8],
+    first: usize,
+    threads: Option<usize>,
+    on_continue: Option<impl FnOnce(Option<&str>)>,
+) -> Result<ListPage<K>, String> {
     let list: RawList<'_> = serde_json::from_slice(bytes).map_err(|e| format!("list: {e}"))?;
     let continue_token = list.metadata.continue_.filter(|c| !c.is_empty());
     if let Some(call) = on_continue {
@@ -207,7 +224,7 @@ fn decode_scanned<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usiz
     let threads = threads.unwrap_or_else(|| threads_for(&texts));
     // Each part stops at its first bad item; parts come back in order, so the first error
     // met below is the page's first bad item.
-    let parts = in_parts(&texts, threads, decode_items);
+    let parts = in_parts(&texts, threads, |part, texts| decode_items(first + part, texts));
     Ok(ListPage {
         items: try_concat(parts)?,
         resource_version: list.metadata.resource_version.unwrap_or_default(),
@@ -242,6 +259,13 @@ fn decode_items<K: DeserializeOwned>(first: usize, texts: &[&str]) -> Result<Vec
     Ok(items)
 }
 
+/// Appends the items of `array` (a whole JSON array of `K`s with nothing after it) to
+/// `items`; `false` when it does not read as one (`items` may then hold some of them).
+pub(crate) fn decode_array<K: DeserializeOwned>(array: &[u8], items: &mut Vec<K>) -> bool {
+    let mut read = serde_json::Deserializer::from_slice(array);
+    (&mut read).deserialize_seq(ItemsInto(items)).is_ok() && read.end().is_ok()
+}
+
 /// Appends a sequence's elements to a Vec made ready for them.
 struct ItemsInto<'v, K>(&'v mut Vec<K>);
 
@@ -261,15 +285,15 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for ItemsInto<'_, K> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    fn list(items: &[String], meta: &str) -> Vec<u8> {
+    pub(crate) fn list(items: &[String], meta: &str) -> Vec<u8> {
         format!(r#"{{"kind":"ConfigMapList","apiVersion":"v1","metadata":{meta},"items":[{}]}}"#, items.join(",")).into_bytes()
     }
 
-    fn config_map(i: usize) -> String {
+    pub(crate) fn config_map(i: usize) -> String {
         format!(r#"{{"metadata":{{"name":"cm-{i}","resourceVersion":"{i}"}},"data":{{"d":"{}"}}}}"#, "x".repeat(i % 50))
     }
 

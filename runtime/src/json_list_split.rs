@@ -71,7 +71,7 @@ pub(crate) fn split(bytes: &[u8], parts: usize) -> Option<SplitPage<'_>> {
 
 /// The list metadata of a page whose bytes before its `"items"` key are `head`, or `None`
 /// when the head is not the start of a JSON object that may have an `items` member next.
-fn head_metadata(head: &[u8]) -> Option<RawListMeta> {
+pub(crate) fn head_metadata(head: &[u8]) -> Option<RawListMeta> {
     let mut closed = Vec::with_capacity(head.len() + 16);
     closed.extend_from_slice(head);
     closed.extend_from_slice(b"\"items\":null}");
@@ -79,7 +79,7 @@ fn head_metadata(head: &[u8]) -> Option<RawListMeta> {
 }
 
 /// Where the page's last member's array ends: the `]` before the page's closing `}`.
-fn array_end_at_page_end(bytes: &[u8]) -> Option<usize> {
+pub(crate) fn array_end_at_page_end(bytes: &[u8]) -> Option<usize> {
     let mut end = bytes.len();
     while end > 0 && bytes[end - 1].is_ascii_whitespace() {
         end -= 1;
@@ -94,7 +94,7 @@ fn array_end_at_page_end(bytes: &[u8]) -> Option<usize> {
     (end > 0 && bytes[end - 1] == b']').then_some(end - 1)
 }
 
-fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
+pub(crate) fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
     while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
         at += 1;
     }
@@ -127,7 +127,7 @@ fn cuts(items: &[u8], parts: usize) -> Vec<usize> {
 
 /// The first item's bytes up to and with its second `:` (its first key and the next one, or
 /// its first key and its first member's key), if they are short and plain.
-fn item_opening(items: &[u8]) -> Option<&[u8]> {
+pub(crate) fn item_opening(items: &[u8]) -> Option<&[u8]> {
     let start = skip_whitespace(items, 0);
     if items.get(start) != Some(&b'{') {
         return None;

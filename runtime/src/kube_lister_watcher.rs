@@ -16,10 +16,10 @@ use kube_core::{Request, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
-use crate::json_list;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
-use crate::page_prefetch::PrefetchSlot;
+use crate::json_page_stream;
+use crate::page_prefetch::{ListResponse, PrefetchSlot};
 use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
 use crate::proto::{self, Message};
 use crate::watch_events::watch_events;
@@ -63,6 +63,9 @@ impl<K: Resource> MetadataListerWatcher<K> {
     }
 }
 
+/// Most items a JSON page's decode makes room for up front (a page's `limit`, when lower).
+const MAX_RESERVED_ITEMS: usize = 5000;
+
 /// Builds a list request (of full objects or of metadata) from a `Request` and its params.
 type BuildList = fn(&Request, &ListParams) -> Result<http::Request<Vec<u8>>, BuildError>;
 
@@ -83,8 +86,9 @@ impl Target {
     /// Lists the page `opts` asks for, with a request made by `build`; with `protobuf`,
     /// asks for protobuf (and reads JSON if the server answers with that). The next page's
     /// request is sent as soon as this page's continue token is read, before its items
-    /// are decoded; a page of many bytes decodes on a blocking thread, so the async worker
-    /// is free to send it meanwhile. A decoded page's buffer goes back to the slot for a
+    /// are decoded. A JSON page decodes as its body arrives, in pieces on blocking threads;
+    /// a protobuf page of many bytes decodes on a blocking thread, so the async worker is
+    /// free to send the next request meanwhile, and its buffer goes back to the slot for a
     /// later page.
     async fn list<T>(&self, opts: &ListOptions, build: BuildList, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
     where
@@ -92,23 +96,29 @@ impl Target {
     {
         let request = build(&self.request, &list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
         let response = self.next_page.send(&self.client, request, protobuf).await?;
-        let on_blocking_thread = response.bytes.len() >= MIN_BYTES_PER_THREAD;
-        let (client, builder, opts, next_page) = (self.client.clone(), self.request.clone(), opts.clone(), self.next_page.starter());
+        let (client, builder, next_page) = (self.client.clone(), self.request.clone(), self.next_page.starter());
+        let starter = next_page.clone();
+        let next_opts = opts.clone();
+        let fetch_next = move |token: Option<&str>| {
+            let Some(token) = token else { return starter.last_page() };
+            let next = ListOptions { continue_token: Some(token.to_owned()), ..next_opts };
+            // A request that does not build is not fetched ahead; asked for, it fails then.
+            if let Ok(request) = build(&builder, &list_params(&next)) {
+                starter.start(&client, request, protobuf);
+            }
+        };
+        let (bytes, message) = match response {
+            ListResponse::Json(body) => {
+                let capacity = opts.limit.map_or(0, |limit| (limit as usize).min(MAX_RESERVED_ITEMS));
+                return json_page_stream::decode_page(body.into_chunks(), capacity, fetch_next).await;
+            }
+            ListResponse::Protobuf { bytes, message } => (bytes, message),
+        };
+        let on_blocking_thread = bytes.len() >= MIN_BYTES_PER_THREAD;
         let decode = move || {
-            let fetch_next = |token: Option<&str>| {
-                let Some(token) = token else { return next_page.last_page() };
-                let next = ListOptions { continue_token: Some(token.to_owned()), ..opts };
-                // A request that does not build is not fetched ahead; asked for, it fails then.
-                if let Ok(request) = build(&builder, &list_params(&next)) {
-                    next_page.start(&client, request, protobuf);
-                }
-            };
-            let page = match response.protobuf {
-                Some(message) => proto::decode_list_then(message, &response.bytes, fetch_next).map_err(|e| Error::Decode(e.to_string())),
-                None => json_list::decode_list_then(&response.bytes, fetch_next).map_err(Error::Decode),
-            };
+            let page = proto::decode_list_then(message, &bytes, fetch_next).map_err(|e| Error::Decode(e.to_string()));
             let more = matches!(&page, Ok(page) if page.continue_token.is_some());
-            next_page.done_with(response.bytes, more);
+            next_page.done_with(bytes, more);
             page
         };
         if !on_blocking_thread {

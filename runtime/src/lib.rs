@@ -48,6 +48,7 @@ mod informer;
 mod item_map;
 mod json_list;
 mod json_list_split;
+mod json_page_stream;
 mod key;
 mod key_hash;
 mod kube_lister_watcher;

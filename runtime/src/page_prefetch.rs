@@ -1,19 +1,20 @@
-//! The next page of a paged list, fetched while this one decodes (client-go's pager does the
-//! same with its page buffer): a list response's bytes are read in, its continue token found
-//! (the scan that splits its items does that), and the request for the next page is sent
-//! from a task of its own before the items are decoded. The next `list` with that token
-//! takes the bytes from the task instead of sending the request again.
+//! The next page of a paged list, fetched while this one decodes: once a page's continue
+//! token is read (before its items decode), the request for the next page is sent from a
+//! task of its own. The next `list` with that token takes the response from the task
+//! instead of sending the request again.
 //!
 //! Invariants:
 //! - At most one page is fetched ahead per lister-watcher, and only the page a token just
-//!   named: the memory held ahead is one response's bytes.
+//!   named. The memory held ahead is at most [`JSON_READ_AHEAD`] of a JSON body (the rest
+//!   waits on the connection until the page is asked for and decoded as it arrives, see
+//!   `json_page_stream`), or a whole protobuf body.
 //! - A fetched-ahead response is used only for the very request that would have been sent
 //!   (the same URI, the same `Accept`), and it answers as that request would have: its
 //!   status error, body error or bytes, as they came.
 //! - A fetch nobody takes is cancelled: when a request for another page is made, and when
 //!   the slot (its lister-watcher) or the `list` call awaiting it is dropped. A clone of a
 //!   lister-watcher starts with an empty slot.
-//! - A page's buffer, once its items are decoded, is kept for the body of a page after it
+//! - A protobuf page's buffer, once its items are decoded, is kept for the body of a page after it
 //!   (pages alternate between two buffers instead of each allocating, and faulting in, its
 //!   own megabyte): at most [`MAX_SPARE_BUFFERS`] are kept, only while a paged list goes on.
 //!   A list's last page drops them as soon as its metadata shows it is the last, before its
@@ -25,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures::StreamExt;
 use http_body_util::BodyExt;
 use kube_client::Client;
 use kube_client::client::Body;
@@ -34,17 +36,73 @@ use crate::parallel::joined;
 use crate::proto::Message;
 use crate::watch_events::{accept_protobuf, api_error, is_protobuf};
 
-/// A list response read in: its bytes, and the message they decode with when the server
-/// answered in protobuf.
-pub(crate) struct ListResponse {
-    pub(crate) bytes: Bytes,
-    pub(crate) protobuf: Option<&'static Message>,
+/// A list response that succeeded.
+pub(crate) enum ListResponse {
+    /// A protobuf body, read whole, and the message it decodes with.
+    Protobuf { bytes: Bytes, message: &'static Message },
+    /// A JSON body, read as it is decoded.
+    Json(JsonBody),
 }
 
-/// Sends a list request (asking for protobuf with `protobuf`) and reads its whole body into
-/// `buffer` (when the body comes in more than one chunk); a status that is not success is
-/// the API's error.
-async fn fetch(client: Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>, buffer: Vec<u8>) -> Result<ListResponse, Error> {
+/// A JSON list body: the chunks read ahead of its decode, then the rest of it.
+pub(crate) struct JsonBody {
+    read: std::collections::VecDeque<Bytes>,
+    rest: Option<Body>,
+}
+
+impl JsonBody {
+    /// Reads chunks until `bytes` are held or the body ends; a body that fails fails here.
+    async fn read_ahead(&mut self, bytes: usize) -> Result<(), Error> {
+        let mut held: usize = self.read.iter().map(Bytes::len).sum();
+        while held < bytes {
+            let Some(chunk) = self.next_from_body().await? else { break };
+            held += chunk.len();
+            self.read.push_back(chunk);
+        }
+        Ok(())
+    }
+
+    /// The next non-empty chunk from the connection, or `None` at the body's end.
+    async fn next_from_body(&mut self) -> Result<Option<Bytes>, Error> {
+        let Some(body) = self.rest.as_mut() else { return Ok(None) };
+        while let Some(frame) = body.frame().await {
+            match frame.map_err(Error::from)?.into_data() {
+                Ok(chunk) if !chunk.is_empty() => return Ok(Some(chunk)),
+                _ => {}
+            }
+        }
+        self.rest = None;
+        Ok(None)
+    }
+
+    /// The body's chunks in order, those read ahead first.
+    pub(crate) fn into_chunks(self) -> crate::json_page_stream::Chunks {
+        futures::stream::unfold(self, |mut body| async move {
+            let next = match body.read.pop_front() {
+                Some(chunk) => Ok(Some(chunk)),
+                None => body.next_from_body().await,
+            };
+            match next {
+                Ok(Some(chunk)) => Some((Ok(chunk), body)),
+                Ok(None) => None,
+                Err(e) => {
+                    body.rest = None;
+                    Some((Err(e), body))
+                }
+            }
+        })
+        .boxed()
+    }
+}
+
+/// Most bytes of a JSON body read by a fetch ahead before the page is asked for: enough
+/// that its decode starts without waiting on the server, a small part of a page.
+pub(crate) const JSON_READ_AHEAD: usize = 256 << 10;
+
+/// Sends a list request (asking for protobuf with `protobuf`). A protobuf body is read
+/// whole into `buffer` (when it comes in more than one chunk); of a JSON body, `read_ahead`
+/// bytes at most are read. A status that is not success is the API's error.
+async fn fetch(client: Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>, buffer: Vec<u8>, read_ahead: usize) -> Result<ListResponse, Error> {
     let mut request = request.map(Body::from);
     if protobuf.is_some() {
         accept_protobuf(&mut request);
@@ -55,10 +113,14 @@ async fn fetch(client: Client, request: http::Request<Vec<u8>>, protobuf: Option
     if !status.is_success() {
         return Err(api_error(status, response).await);
     }
-    let protobuf = protobuf.filter(|_| is_protobuf(response.headers()));
+    let Some(message) = protobuf.filter(|_| is_protobuf(response.headers())) else {
+        let mut body = JsonBody { read: Default::default(), rest: Some(response.into_body()) };
+        body.read_ahead(read_ahead).await?;
+        return Ok(ListResponse::Json(body));
+    };
     let length = response.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     let bytes = read_body(response.into_body(), length, buffer).await?;
-    Ok(ListResponse { bytes, protobuf })
+    Ok(ListResponse::Protobuf { bytes, message })
 }
 
 /// Largest `Content-Length` taken as the size to reserve up front; a longer body still reads
@@ -196,6 +258,7 @@ pub(crate) struct PrefetchSlot(Shared);
 
 /// Starts fetches ahead into a [`PrefetchSlot`] and takes decoded pages' buffers back into
 /// it, from any thread (a page may decode on a blocking thread).
+#[derive(Clone)]
 pub(crate) struct PrefetchStarter(Shared);
 
 impl Clone for PrefetchSlot {
@@ -219,7 +282,7 @@ impl PrefetchSlot {
         };
         match ahead {
             Some(ahead) => ahead.await,
-            None => fetch(client.clone(), request, protobuf, Vec::new()).await,
+            None => fetch(client.clone(), request, protobuf, Vec::new(), 0).await,
         }
     }
 
@@ -237,7 +300,7 @@ impl PrefetchStarter {
         let id = RequestId::of(&request, protobuf);
         let mut slot = lock(&self.0);
         let buffer = slot.spare.pop().unwrap_or_default();
-        let task = runtime.spawn(fetch(client.clone(), request, protobuf, buffer));
+        let task = runtime.spawn(fetch(client.clone(), request, protobuf, buffer, JSON_READ_AHEAD));
         slot.ahead = Some(Ahead { id, task });
     }
 
@@ -273,9 +336,15 @@ mod tests {
 
     use super::*;
 
-    /// A client whose every response is `body` cut into `chunk`-byte frames, with a
-    /// `Content-Length` header of `length` when given; `fail_after` frames, the body breaks.
+    /// A client whose every response is `body` cut into `chunk`-byte frames, in protobuf,
+    /// with a `Content-Length` header of `length` when given; `fail_after` frames, the body
+    /// breaks.
     fn chunked_server(body: &'static [u8], chunk: usize, length: Option<usize>, fail_after: Option<usize>) -> Client {
+        served(body, chunk, length, fail_after, crate::proto::CONTENT_TYPE)
+    }
+
+    /// [`chunked_server`] answering with `content_type`.
+    fn served(body: &'static [u8], chunk: usize, length: Option<usize>, fail_after: Option<usize>, content_type: &'static str) -> Client {
         let service = tower::service_fn(move |_req: http::Request<Body>| async move {
             let mut frames: Vec<Result<Frame<Bytes>, std::io::Error>> =
                 body.chunks(chunk).map(|c| Ok(Frame::data(Bytes::from_static(c)))).collect();
@@ -283,13 +352,24 @@ mod tests {
                 frames.truncate(n);
                 frames.push(Err(std::io::Error::other("connection reset")));
             }
-            let mut response = http::Response::builder().status(200);
+            let mut response = http::Response::builder().status(200).header(http::header::CONTENT_TYPE, content_type);
             if let Some(n) = length {
                 response = response.header(http::header::CONTENT_LENGTH, n.to_string());
             }
             Ok::<_, Infallible>(response.body(StreamBody::new(futures::stream::iter(frames))).unwrap())
         });
         Client::new(service, "default")
+    }
+
+    /// Any message: these tests read bodies and decode none.
+    const PROTOBUF: Option<&'static Message> = Some(&crate::proto::envelope::LIST_META);
+
+    /// The bytes of a protobuf response.
+    fn bytes(response: ListResponse) -> Bytes {
+        match response {
+            ListResponse::Protobuf { bytes, .. } => bytes,
+            ListResponse::Json(_) => panic!("a protobuf response was read as JSON"),
+        }
     }
 
     fn get() -> http::Request<Vec<u8>> {
@@ -305,9 +385,8 @@ mod tests {
         for chunk in [BODY.len(), 17, 1] {
             for length in [Some(BODY.len()), None, Some(3), Some(1 << 40)] {
                 let client = chunked_server(BODY, chunk, length, None);
-                let response = fetch(client, get(), None, b"left over".to_vec()).await.unwrap();
-                assert_eq!(&response.bytes[..], BODY, "chunks of {chunk}, length {length:?}");
-                assert!(response.protobuf.is_none());
+                let response = bytes(fetch(client, get(), PROTOBUF, b"left over".to_vec(), 0).await.unwrap());
+                assert_eq!(&response[..], BODY, "chunks of {chunk}, length {length:?}");
             }
         }
     }
@@ -327,47 +406,47 @@ mod tests {
         let starter = slot.starter();
         // As a list goes: the next page is started while this one decodes, then this one's
         // bytes are handed back.
-        let first = slot.send(&client, page(""), None).await.unwrap();
-        starter.start(&client, page("p2"), None);
-        let first_buffer = first.bytes.as_ptr();
-        starter.done_with(first.bytes, true);
+        let first = bytes(slot.send(&client, page(""), PROTOBUF).await.unwrap());
+        starter.start(&client, page("p2"), PROTOBUF);
+        let first_buffer = first.as_ptr();
+        starter.done_with(first, true);
         assert_eq!(spares(&slot), 1);
-        let second = slot.send(&client, page("p2"), None).await.unwrap();
-        assert_ne!(second.bytes.as_ptr(), first_buffer, "the second page was read while the first decoded");
-        starter.start(&client, page("p3"), None);
+        let second = bytes(slot.send(&client, page("p2"), PROTOBUF).await.unwrap());
+        assert_ne!(second.as_ptr(), first_buffer, "the second page was read while the first decoded");
+        starter.start(&client, page("p3"), PROTOBUF);
         assert_eq!(spares(&slot), 0, "the fetch ahead took the spare buffer");
-        starter.done_with(second.bytes, true);
-        let third = slot.send(&client, page("p3"), None).await.unwrap();
-        assert_eq!(&third.bytes[..], BODY);
-        assert_eq!(third.bytes.as_ptr(), first_buffer, "the third page is read into the first page's buffer");
+        starter.done_with(second, true);
+        let third = bytes(slot.send(&client, page("p3"), PROTOBUF).await.unwrap());
+        assert_eq!(&third[..], BODY);
+        assert_eq!(third.as_ptr(), first_buffer, "the third page is read into the first page's buffer");
         assert_eq!(spares(&slot), 1, "the second page's buffer, for a fourth");
         starter.last_page();
         assert_eq!(spares(&slot), 0, "the last page drops every spare buffer before its items decode");
-        starter.done_with(third.bytes, false);
+        starter.done_with(third, false);
         assert_eq!(spares(&slot), 0, "and keeps none after");
 
         // Bytes something else still holds are not reused.
-        let held = slot.send(&client, page(""), None).await.unwrap();
-        let clone = held.bytes.clone();
-        starter.done_with(held.bytes, true);
+        let held = bytes(slot.send(&client, page(""), PROTOBUF).await.unwrap());
+        let clone = held.clone();
+        starter.done_with(held, true);
         assert_eq!(spares(&slot), 0);
         drop(clone);
         // At most two are kept; a request other than the page fetched ahead drops them.
         for _ in 0..3 {
-            let r = slot.send(&client, page("x"), None).await.unwrap();
-            starter.done_with(r.bytes, true);
+            let r = bytes(slot.send(&client, page("x"), PROTOBUF).await.unwrap());
+            starter.done_with(r, true);
         }
         assert_eq!(spares(&slot), 1, "each send that is not the page fetched ahead starts without spares");
         let (a, b, c) = (
-            fetch(client.clone(), get(), None, Vec::new()).await.unwrap(),
-            fetch(client.clone(), get(), None, Vec::new()).await.unwrap(),
-            fetch(client.clone(), get(), None, Vec::new()).await.unwrap(),
+            fetch(client.clone(), get(), PROTOBUF, Vec::new(), 0).await.unwrap(),
+            fetch(client.clone(), get(), PROTOBUF, Vec::new(), 0).await.unwrap(),
+            fetch(client.clone(), get(), PROTOBUF, Vec::new(), 0).await.unwrap(),
         );
         for r in [a, b, c] {
-            starter.done_with(r.bytes, true);
+            starter.done_with(bytes(r), true);
         }
         assert_eq!(spares(&slot), MAX_SPARE_BUFFERS);
-        slot.send(&client, page("y"), None).await.unwrap();
+        bytes(slot.send(&client, page("y"), PROTOBUF).await.unwrap());
         assert_eq!(spares(&slot), 0);
     }
 
@@ -379,18 +458,59 @@ mod tests {
         // A fresh buffer, and buffers reused from a page a little shorter, the same size, and
         // far shorter (where doubling would have left up to twice the body).
         for reused in [0, body.len() - 5_000, body.len(), 40_000] {
-            let response = fetch(client.clone(), get(), None, Vec::with_capacity(reused)).await.unwrap();
-            assert_eq!(&response.bytes[..], body);
-            let held = capacity(response.bytes);
+            let response = bytes(fetch(client.clone(), get(), PROTOBUF, Vec::with_capacity(reused), 0).await.unwrap());
+            assert_eq!(&response[..], body);
+            let held = capacity(response);
             assert!(held <= body.len() + body.len() / 8, "reusing {reused} bytes: a buffer of {held} for {}", body.len());
         }
+    }
+
+    /// All the chunks of a JSON response, or the error that ended them.
+    async fn json_chunks(response: ListResponse) -> (usize, Result<Vec<u8>, Error>) {
+        let ListResponse::Json(body) = response else { panic!("a JSON response was read as protobuf") };
+        let read_ahead = body.read.iter().map(Bytes::len).sum();
+        let mut bytes = Vec::new();
+        let mut chunks = body.into_chunks();
+        while let Some(chunk) = chunks.next().await {
+            match chunk {
+                Ok(chunk) => bytes.extend_from_slice(&chunk),
+                Err(e) => {
+                    assert!(chunks.next().await.is_none(), "nothing comes after a body's error");
+                    return (read_ahead, Err(e));
+                }
+            }
+        }
+        (read_ahead, Ok(bytes))
+    }
+
+    #[tokio::test]
+    async fn a_json_body_is_read_ahead_only_so_far_and_then_in_order() {
+        let body: &'static [u8] = Vec::leak((0..300_000u32).map(|i| b'a' + (i % 26) as u8).collect());
+        let client = served(body, 1000, None, None, "application/json");
+        for read_ahead in [0, 1, 4500, body.len(), 2 * body.len()] {
+            // Asked for protobuf, answered in JSON: read as JSON.
+            let response = fetch(client.clone(), get(), PROTOBUF, Vec::new(), read_ahead).await.unwrap();
+            let (held, bytes) = json_chunks(response).await;
+            assert_eq!(held, read_ahead.div_ceil(1000).min(300) * 1000, "reading {read_ahead} ahead: whole chunks, no more than that");
+            assert_eq!(bytes.unwrap(), body, "reading {read_ahead} ahead");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_json_body_that_breaks_fails_the_fetch_or_ends_its_chunks_with_the_error() {
+        let client = served(BODY, 17, None, Some(3), "application/json");
+        assert!(fetch(client.clone(), get(), None, Vec::new(), 1 << 20).await.is_err(), "broken within the bytes read ahead");
+        let response = fetch(client, get(), None, Vec::new(), 17).await.unwrap();
+        let (held, bytes) = json_chunks(response).await;
+        assert_eq!(held, 17);
+        assert!(bytes.is_err(), "broken after the bytes read ahead");
     }
 
     #[tokio::test]
     async fn a_body_that_breaks_is_an_error_not_a_short_page() {
         for fail_after in [0, 1, 3] {
             let client = chunked_server(BODY, 17, None, Some(fail_after));
-            assert!(fetch(client, get(), None, Vec::new()).await.is_err(), "broken after {fail_after} chunks");
+            assert!(fetch(client, get(), PROTOBUF, Vec::new(), 0).await.is_err(), "broken after {fail_after} chunks");
         }
     }
 }

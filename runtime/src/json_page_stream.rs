@@ -1,0 +1,510 @@
+//! A JSON list page decoded while its body arrives, a piece at a time, so that beside the
+//! decoded items a page's decode holds a few pieces of its bytes and never the whole page.
+//!
+//! The bytes before the items array are read first, as `json_list_split` reads a page's
+//! head, for the list metadata; the continue token is told then, before any item decodes.
+//! The array's bytes are cut into pieces where that module cuts a page (a `},` followed by
+//! the first item's opening, found at or past [`PIECE_BYTES`] into the bytes not yet cut),
+//! and each piece is decoded as `[`, its bytes, `]` on tokio's blocking pool while later
+//! bytes arrive.
+//!
+//! Invariants:
+//! - Held beside the items decoded so far: the bytes not yet cut (a piece, a chunk and an
+//!   item, unless one item is longer than that) and at most [`decode_threads`] pieces being
+//!   decoded; no more of the body is read while that many are.
+//! - The page, or the error, is what `json_list::decode_list_then` gives for the whole body.
+//!   A page not laid out as kube-apiserver lays it out is read whole and decoded by it. A
+//!   piece that does not decode (a cut between two items is proved by its decode, see
+//!   `json_list_split`; or an item is bad) and everything after it are read the slow way
+//!   (the rest of the body read in first), which names the first bad item by its place in
+//!   the page. Such a piece starts where an item starts: the array's start, or a cut the
+//!   piece before it proved.
+//! - `on_continue` is called once, before any item decodes, unless the page's bytes end or
+//!   fail before its head is read, or the head does not read as a list's.
+//! - Items keep wire order.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use memchr::memmem;
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+use crate::json_list::{self, RawListMeta};
+use crate::json_list_split::{array_end_at_page_end, head_metadata, item_opening, skip_whitespace};
+use crate::lister_watcher::ListPage;
+use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, joined};
+
+/// Bytes of items a piece holds before it is cut (it runs on to the end of the item those
+/// bytes end in): enough that a blocking task's start is small beside its decode, few
+/// beside a page (500 Pods of ≈8 KB).
+pub(crate) const PIECE_BYTES: usize = 256 << 10;
+
+/// Longest head (the bytes before `"items"`) looked for before the page is read whole
+/// instead: a list's metadata is a few hundred bytes.
+const MAX_HEAD_BYTES: usize = 64 << 10;
+
+/// Chunks of a list response's body, in order; an `Err` ends the body.
+pub(crate) type Chunks = BoxStream<'static, Result<Bytes, Error>>;
+
+/// Decodes the JSON list page whose body `chunks` yields, with room for `capacity` items,
+/// calling `on_continue` with its continue token (`None` on a list's last page) as soon as
+/// the page's head is read.
+pub(crate) async fn decode_page<K>(chunks: Chunks, capacity: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error>
+where
+    K: DeserializeOwned + Send + 'static,
+{
+    decode_page_in(chunks, capacity, PIECE_BYTES, on_continue).await
+}
+
+/// [`decode_page`] with pieces of `piece_bytes` (tests make them small).
+async fn decode_page_in<K>(mut chunks: Chunks, capacity: usize, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error>
+where
+    K: DeserializeOwned + Send + 'static,
+{
+    let mut pending = Vec::new();
+    let (metadata, items_at) = loop {
+        match head(&pending) {
+            Head::Read(metadata, items_at) => break (metadata, items_at),
+            Head::Other => return decode_whole(pending, chunks, on_continue).await,
+            Head::NotYet => match chunks.next().await {
+                Some(chunk) => pending.extend_from_slice(&chunk?),
+                None => return decode_whole(pending, chunks, on_continue).await,
+            },
+        }
+    };
+    let continue_token = metadata.continue_.filter(|c| !c.is_empty());
+    on_continue(continue_token.as_deref());
+    pending.drain(..items_at);
+    let items = Pieces::new(capacity, piece_bytes).decode(pending, chunks).await?;
+    Ok(ListPage { items, resource_version: metadata.resource_version.unwrap_or_default(), continue_token })
+}
+
+/// What the bytes of a page read so far show of its head.
+enum Head {
+    /// The list metadata, and where the items array's bytes start (after its `[`).
+    Read(RawListMeta, usize),
+    /// More bytes are needed.
+    NotYet,
+    /// The page is not laid out as kube-apiserver lays it out: its metadata, then its items
+    /// array.
+    Other,
+}
+
+fn head(bytes: &[u8]) -> Head {
+    let Some(key) = memmem::find(bytes, b"\"items\"") else {
+        return if bytes.len() > MAX_HEAD_BYTES { Head::Other } else { Head::NotYet };
+    };
+    let colon = skip_whitespace(bytes, key + b"\"items\"".len());
+    let open = match bytes.get(colon) {
+        None => return Head::NotYet,
+        Some(b':') => skip_whitespace(bytes, colon + 1),
+        Some(_) => return Head::Other,
+    };
+    match bytes.get(open) {
+        None => Head::NotYet,
+        // The metadata must come first: its continue token is told before the items decode.
+        Some(b'[') if memmem::find(&bytes[..key], b"\"metadata\"").is_some() => match head_metadata(&bytes[..key]) {
+            Some(metadata) => Head::Read(metadata, open + 1),
+            None => Head::Other,
+        },
+        Some(_) => Head::Other,
+    }
+}
+
+/// A page read whole (the bytes read so far, then the rest) and decoded by
+/// `json_list::decode_list_then`, on a blocking thread when it is many bytes.
+async fn decode_whole<K>(mut bytes: Vec<u8>, mut chunks: Chunks, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error>
+where
+    K: DeserializeOwned + Send + 'static,
+{
+    while let Some(chunk) = chunks.next().await {
+        bytes.extend_from_slice(&chunk?);
+    }
+    let small = bytes.len() < MIN_BYTES_PER_THREAD;
+    let bytes = Bytes::from(bytes);
+    let decode = move || json_list::decode_list_then(&bytes, on_continue).map_err(Error::Decode);
+    if small {
+        return decode();
+    }
+    joined(tokio::task::spawn_blocking(decode).await, "list page").and_then(|page| page)
+}
+
+/// The items array's pieces of one page, being decoded.
+struct Pieces<K> {
+    /// Items of the pieces decoded so far, in order.
+    items: Vec<K>,
+    /// Pieces being decoded, oldest first.
+    in_flight: VecDeque<tokio::task::JoinHandle<Decoded<K>>>,
+    /// Buffers of decoded pieces, for the next pieces.
+    spare: Vec<Vec<u8>>,
+    piece_bytes: usize,
+}
+
+/// A piece's decode: its items when it read as one whole array, and its buffer.
+struct Decoded<K> {
+    items: Option<Vec<K>>,
+    /// `[`, the piece's bytes, `]`.
+    array: Vec<u8>,
+}
+
+impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
+    fn new(capacity: usize, piece_bytes: usize) -> Self {
+        Pieces { items: Vec::with_capacity(capacity), in_flight: VecDeque::new(), spare: Vec::new(), piece_bytes }
+    }
+
+    /// Decodes the items array whose bytes start with `pending` and go on in `chunks`.
+    async fn decode(mut self, mut pending: Vec<u8>, mut chunks: Chunks) -> Result<Vec<K>, Error> {
+        // Where the next cut is looked for, in `pending`.
+        let mut search_from = self.piece_bytes;
+        let mut cut_before: Option<memmem::Finder<'static>> = None;
+        loop {
+            if cut_before.is_none() {
+                cut_before = cut_pattern(&pending);
+            }
+            if let Some(finder) = &cut_before {
+                while pending.len() >= search_from + finder.needle().len() {
+                    let Some(found) = finder.find(&pending[search_from..]) else {
+                        search_from = pending.len() + 1 - finder.needle().len();
+                        break;
+                    };
+                    let comma = search_from + found + 1;
+                    let piece = self.array_of(&pending[..comma]);
+                    pending.drain(..=comma);
+                    search_from = self.piece_bytes;
+                    if let Some(failed) = self.start(piece).await? {
+                        return self.decode_rest(after_cut(failed, &pending), chunks).await;
+                    }
+                }
+            }
+            match chunks.next().await {
+                Some(chunk) => pending.extend_from_slice(&chunk?),
+                None => break,
+            }
+        }
+        // The body has ended: what is left is the last items, `]` and the page's `}`.
+        let Some(close) = array_end_at_page_end(&pending) else {
+            let rest = match self.in_flight_failed().await? {
+                Some(failed) => after_cut(failed, &pending),
+                None => pending,
+            };
+            return self.decode_rest(rest, chunks).await;
+        };
+        let tail = &pending[close..];
+        if pending[..close].iter().any(|b| !b.is_ascii_whitespace()) {
+            let piece = self.array_of(&pending[..close]);
+            let inline = self.in_flight.is_empty() && piece.len() < MIN_BYTES_PER_THREAD;
+            let failed = if inline { self.decode_here(piece) } else { self.start(piece).await? };
+            if let Some(mut failed) = failed {
+                failed.extend_from_slice(tail);
+                return self.decode_rest(failed, chunks).await;
+            }
+        }
+        match self.in_flight_failed().await? {
+            Some(mut failed) => {
+                failed.extend_from_slice(tail);
+                self.decode_rest(failed, chunks).await
+            }
+            None => Ok(self.items),
+        }
+    }
+
+    /// `[`, `piece`, `]` in a spare buffer.
+    fn array_of(&mut self, piece: &[u8]) -> Vec<u8> {
+        let mut array = self.spare.pop().unwrap_or_default();
+        array.clear();
+        array.reserve(piece.len() + 2);
+        array.push(b'[');
+        array.extend_from_slice(piece);
+        array.push(b']');
+        array
+    }
+
+    /// Starts decoding `array` on the blocking pool, first waiting for the oldest piece
+    /// when as many as there are decode threads are being decoded; returns the bytes from
+    /// the first piece that did not decode on (see [`Pieces::failed_from`]), if one did not.
+    async fn start(&mut self, array: Vec<u8>) -> Result<Option<Vec<u8>>, Error> {
+        while self.in_flight.len() >= decode_threads() {
+            if let Some(failed) = self.next_done().await? {
+                return Ok(Some(self.failed_from(failed, Some(array)).await?));
+            }
+        }
+        self.in_flight.push_back(tokio::task::spawn_blocking(move || decode_piece(array)));
+        Ok(None)
+    }
+
+    /// Decodes `array` on this thread, after the pieces before it.
+    fn decode_here(&mut self, array: Vec<u8>) -> Option<Vec<u8>> {
+        let decoded = decode_piece(array);
+        match decoded.items {
+            Some(items) => {
+                self.items.extend(items);
+                None
+            }
+            None => Some(failed_bytes(&decoded.array)),
+        }
+    }
+
+    /// Waits for the oldest piece being decoded: its items are added, or it is returned
+    /// when it did not decode.
+    async fn next_done(&mut self) -> Result<Option<Decoded<K>>, Error> {
+        let Some(task) = self.in_flight.pop_front() else { return Ok(None) };
+        let decoded = joined(task.await, "list page piece")?;
+        match decoded.items {
+            Some(items) => {
+                self.items.extend(items);
+                self.spare.push(decoded.array);
+                Ok(None)
+            }
+            None => Ok(Some(Decoded { items: None, array: decoded.array })),
+        }
+    }
+
+    /// Waits for every piece being decoded; the bytes from the first that did not decode
+    /// on, if one did not.
+    async fn in_flight_failed(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        while !self.in_flight.is_empty() {
+            if let Some(failed) = self.next_done().await? {
+                return Ok(Some(self.failed_from(failed, None).await?));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The bytes of the items array from the piece `failed` on: it, the pieces still being
+    /// decoded after it, and `next` (a piece not yet started), joined by the commas their
+    /// cuts took out.
+    async fn failed_from(&mut self, failed: Decoded<K>, next: Option<Vec<u8>>) -> Result<Vec<u8>, Error> {
+        let mut bytes = failed_bytes(&failed.array);
+        while let Some(task) = self.in_flight.pop_front() {
+            let later = joined(task.await, "list page piece")?;
+            bytes.push(b',');
+            bytes.extend_from_slice(&later.array[1..later.array.len() - 1]);
+        }
+        if let Some(next) = next {
+            bytes.push(b',');
+            bytes.extend_from_slice(&next[1..next.len() - 1]);
+        }
+        Ok(bytes)
+    }
+
+    /// The items not yet decoded, read the slow way: `array` holds the items array's bytes
+    /// from the first of them on, and the rest of the body ends the page.
+    async fn decode_rest(mut self, array: Vec<u8>, mut chunks: Chunks) -> Result<Vec<K>, Error> {
+        // `{"items":[` and the rest of the page's bytes make a list of the items not yet
+        // decoded (closed by the page's own `]` and `}`).
+        let mut rest = Vec::with_capacity(array.len() + 16);
+        rest.extend_from_slice(b"{\"items\":[");
+        rest.extend_from_slice(&array);
+        drop(array);
+        while let Some(chunk) = chunks.next().await {
+            rest.extend_from_slice(&chunk?);
+        }
+        let first = self.items.len();
+        let decode = move || json_list::decode_rest::<K>(&rest, first).map_err(Error::Decode);
+        let items = joined(tokio::task::spawn_blocking(decode).await, "list page")??;
+        self.items.extend(items);
+        Ok(self.items)
+    }
+}
+
+fn decode_piece<K: DeserializeOwned>(array: Vec<u8>) -> Decoded<K> {
+    let mut items = Vec::new();
+    let read = json_list::decode_array(&array, &mut items);
+    Decoded { items: read.then_some(items), array }
+}
+
+/// `failed` (bytes of the items array up to a cut), the comma the cut took out, and
+/// `pending` (the bytes after it).
+fn after_cut(mut failed: Vec<u8>, pending: &[u8]) -> Vec<u8> {
+    failed.push(b',');
+    failed.extend_from_slice(pending);
+    failed
+}
+
+/// The piece's bytes in `[`, piece, `]`.
+fn failed_bytes(array: &[u8]) -> Vec<u8> {
+    array[1..array.len() - 1].to_vec()
+}
+
+/// What a cut is found by: `},` and the first item's opening, once the array's bytes show
+/// it (`None` before that, and for an array whose first item has no plain opening).
+fn cut_pattern(items: &[u8]) -> Option<memmem::Finder<'static>> {
+    // Before the opening's second `:` has arrived this is `None`, and is asked again.
+    let opening = item_opening(items)?;
+    let mut pattern = Vec::with_capacity(opening.len() + 2);
+    pattern.extend_from_slice(b"},");
+    pattern.extend_from_slice(opening);
+    Some(memmem::Finder::new(&pattern).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::json_list::tests::{config_map, list};
+
+    /// `bytes` as a body of `chunk`-byte chunks.
+    fn chunks_of(bytes: &[u8], chunk: usize) -> Chunks {
+        let chunks: Vec<Result<Bytes, Error>> = bytes.chunks(chunk.max(1)).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+        futures::stream::iter(chunks).boxed()
+    }
+
+    type Outcome = Result<(Vec<serde_json::Value>, String, Option<String>), String>;
+
+    /// The page decoded as its body arrives, and the tokens `on_continue` was told.
+    async fn streamed(bytes: &[u8], chunk: usize, piece_bytes: usize) -> (Outcome, Vec<Option<String>>) {
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let tell = told.clone();
+        let page = decode_page_in(chunks_of(bytes, chunk), 0, piece_bytes, move |token| tell.lock().unwrap().push(token.map(str::to_string))).await;
+        let page = page.map(|p| (p.items, p.resource_version, p.continue_token)).map_err(|e| e.to_string());
+        let told = told.lock().unwrap().clone();
+        (page, told)
+    }
+
+    fn summary(page: &Outcome) -> String {
+        match page {
+            Ok((items, rv, token)) => format!("{} items, resourceVersion {rv:?}, continue {token:?}", items.len()),
+            Err(e) => e.clone(),
+        }
+    }
+
+    /// What the whole-page decoder gives.
+    fn whole(bytes: &[u8]) -> Outcome {
+        json_list::decode_list(bytes).map(|p| (p.items, p.resource_version, p.continue_token)).map_err(|e| Error::Decode(e).to_string())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_page_streamed_in_any_chunks_and_pieces_is_the_page_or_error_the_whole_body_gives() {
+        let item = |i: usize, inner: &str| format!(r#"{{"metadata":{{"name":"n{i}"}},"spec":{inner}}}"#);
+        // Nested objects that open as the items do: cuts guessed among them are wrong.
+        let nested = format!("[{}]", (0..20).map(|i| format!(r#"{{"a":{i}}},{{"metadata":{{"name":"inner"}}}}"#)).collect::<Vec<_>>().join(","));
+        let plain: Vec<String> = (0..30).map(|i| item(i, r#""s\"\n""#)).collect();
+        let with_nested: Vec<String> = (0..30).map(|i| item(i, if i % 7 == 0 { "1" } else { &nested })).collect();
+        let config_maps: Vec<String> = (0..120).map(config_map).collect();
+        let mut bad_item = config_maps.clone();
+        bad_item[70] = r#"{"metadata":{"name":7}}"#.into();
+        bad_item[100] = r#"{"metadata":{"name":8}}"#.into();
+        let mut last_bad = config_maps.clone();
+        last_bad[119] = r#"{"data":[]}"#.into();
+        let mut two_bad = plain.clone();
+        two_bad[21] = r#"{"metadata":{"name":"x"}"#.into();
+        two_bad[22] = r#"{"metadata":{"name":"y"}},"#.into();
+        let meta = r#"{"resourceVersion":"4","continue":"more"}"#;
+        let mut pages: Vec<Vec<u8>> = [&plain, &with_nested, &config_maps, &bad_item, &last_bad, &two_bad].iter().map(|items| list(items, meta)).collect();
+        let mut not_utf8 = list(&plain, meta);
+        let at = not_utf8.len() / 2;
+        not_utf8[at] = 0xff;
+        pages.push(not_utf8);
+        let joined = config_maps.join(",");
+        for other in [
+            // Laid out otherwise: read whole.
+            format!(r#"{{"items":[{joined}],"metadata":{meta}}}"#),
+            format!(r#"{{"metadata":{meta},"items":null}}"#),
+            format!(r#"{{"metadata":{meta}}}"#),
+            // Members after the items, a page cut short, one brace too many, spaces.
+            format!(r#"{{"metadata":{meta},"items":[{joined}],"x":[1]}}"#),
+            format!(r#"{{"metadata":{meta},"items":[{joined}"#),
+            format!(r#"{{"metadata":{meta},"items":[{joined}]}}}}"#),
+            format!("{{ \"metadata\" : {meta} , \"items\" : [ {} ] }}\n", config_maps.join(" , ")),
+            format!(r#"{{"metadata":{meta},"items":[]}}"#),
+            format!(r#"{{"metadata":{meta},"items":[ ]}}"#),
+            String::new(),
+        ] {
+            pages.push(other.into_bytes());
+        }
+        for (n, bytes) in pages.iter().enumerate() {
+            let expected = whole(bytes);
+            for chunk in [1, 13, 4096, bytes.len()] {
+                for piece_bytes in [1, 300, 2000, PIECE_BYTES] {
+                    let (page, told) = streamed(bytes, chunk, piece_bytes).await;
+                    let case = format!("page {n}, chunks of {chunk}, pieces of {piece_bytes}");
+                    match &expected {
+                        // A page that is not JSON says so; where, it counts from the first
+                        // byte not yet decoded.
+                        Err(e) if e.contains("list: ") => assert!(page.as_ref().is_err_and(|p| p.contains("list: ")), "{case}: {page:?}"),
+                        _ => assert!(page == expected, "{case}: {}", summary(&page)),
+                    }
+                    if page.is_ok() {
+                        assert_eq!(told, [Some("more".to_string())], "{case}");
+                    }
+                }
+            }
+        }
+        // Read as ConfigMaps, the bad item named is the first, by its place in the page,
+        // however the page was cut.
+        for (bytes, first_bad) in [(&pages[3], "items[70]: "), (&pages[4], "items[119]: ")] {
+            for chunk in [13, bytes.len()] {
+                for piece_bytes in [1, 300, 2000, PIECE_BYTES] {
+                    let page = decode_page_in::<k8s_openapi::api::core::v1::ConfigMap>(chunks_of(bytes, chunk), 0, piece_bytes, |_| {}).await;
+                    let err = page.unwrap_err().to_string();
+                    assert!(err.contains(first_bad), "chunks of {chunk}, pieces of {piece_bytes}: {err}");
+                }
+            }
+        }
+    }
+
+    /// Bytes of the body handed out so far, by [`counted`].
+    static PULLED: AtomicUsize = AtomicUsize::new(0);
+
+    fn counted(bytes: &[u8], chunk: usize) -> Chunks {
+        chunks_of(bytes, chunk).inspect(|c| _ = PULLED.fetch_add(c.as_ref().map_or(0, Bytes::len), Ordering::SeqCst)).boxed()
+    }
+
+    /// An item that notes how many of the body's bytes had been handed out when it decoded.
+    #[derive(Deserialize)]
+    struct Seen {
+        metadata: SeenMeta,
+        #[serde(skip, default = "pulled_now")]
+        pulled: usize,
+    }
+
+    #[derive(Deserialize)]
+    struct SeenMeta {
+        name: String,
+    }
+
+    fn pulled_now() -> usize {
+        PULLED.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn items_decode_while_the_body_arrives_a_few_pieces_behind_it() {
+        let items: Vec<String> = (0..2000).map(config_map).collect();
+        let bytes = list(&items, r#"{"resourceVersion":"4"}"#);
+        let (chunk, piece_bytes) = (512, 2048);
+        let page = decode_page_in::<Seen>(counted(&bytes, chunk), 0, piece_bytes, |_| {}).await.unwrap();
+        assert_eq!(page.items.len(), items.len());
+        let longest = items.iter().map(String::len).max().unwrap();
+        // Ahead of an item's decode: the pieces being decoded with it, the bytes not yet
+        // cut (a piece and an item), a chunk.
+        let bound = (decode_threads() + 1) * (piece_bytes + longest + 1) + chunk;
+        let mut end = bytes.len() - items.iter().map(|i| i.len() + 1).sum::<usize>() - 2;
+        for (i, (item, text)) in page.items.iter().zip(&items).enumerate() {
+            end += text.len() + 1;
+            assert_eq!(item.metadata.name, format!("cm-{i}"));
+            assert!(item.pulled >= end - 1, "item {i} decoded before its bytes came");
+            assert!(item.pulled <= end + bound, "item {i} (ends at byte {end}) decoded after {} bytes of {}", item.pulled, bytes.len());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_that_fails_fails_the_page_and_before_its_head_tells_no_token() {
+        let items: Vec<String> = (0..50).map(config_map).collect();
+        let bytes = list(&items, r#"{"resourceVersion":"4","continue":"c"}"#);
+        for cut in [10, bytes.len() / 2, bytes.len() - 1] {
+            let chunks: Vec<Result<Bytes, Error>> = vec![Ok(Bytes::copy_from_slice(&bytes[..cut])), Err(Error::Decode("connection reset".into()))];
+            let told = Arc::new(Mutex::new(0));
+            let tell = told.clone();
+            let page = decode_page_in::<serde_json::Value>(futures::stream::iter(chunks).boxed(), 0, 300, move |_| *tell.lock().unwrap() += 1).await;
+            assert!(page.unwrap_err().to_string().contains("connection reset"), "cut at {cut}");
+            assert_eq!(*told.lock().unwrap(), usize::from(cut > 10), "cut at {cut}");
+        }
+    }
+}
