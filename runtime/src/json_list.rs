@@ -1,5 +1,8 @@
-//! JSON list responses decoded item by item, in contiguous parts, on several threads when
-//! they are many bytes (see `crate::parallel`). A part's items are copied into an array of
+//! JSON list responses read whole, decoded item by item, in contiguous parts, on several
+//! threads when they are many bytes (see `crate::parallel`). A page from a server decodes
+//! as it arrives (`crate::json_page_stream`) and comes here whole only when it is not laid
+//! out as kube-apiserver lays it out; the rest of a page whose piece did not decode comes
+//! here too ([`decode_rest`]). A part's items are copied into an array of
 //! their own and read by one deserializer, so its buffer for strings with escapes is reused
 //! from item to item instead of grown afresh for each; a part of a page cut without a scan
 //! is copied a piece of at most [`MAX_PIECE_BYTES`] at a time through one buffer, so a

@@ -12,9 +12,11 @@
 //! - Held beside the items decoded so far: the bytes not yet cut (a piece, a chunk and an
 //!   item, unless one item is longer than that) and at most [`decode_threads`] pieces being
 //!   decoded; no more of the body is read while that many are.
-//! - The page, or the error, is what `json_list::decode_list_then` gives for the whole body.
-//!   A page not laid out as kube-apiserver lays it out is read whole and decoded by it. A
-//!   piece that does not decode (a cut between two items is proved by its decode, see
+//! - The page is what `json_list::decode_list_then` gives for the whole body, and so is the
+//!   error, but for where a page that is not JSON breaks (counted from the first byte not
+//!   yet decoded). A page whose metadata does not come before its items array (as
+//!   kube-apiserver writes them) is read whole and decoded by it; the list metadata is the
+//!   one before the items array. A piece that does not decode (a cut between two items is proved by its decode, see
 //!   `json_list_split`; or an item is bad) and everything after it are read the slow way
 //!   (the rest of the body read in first), which names the first bad item by its place in
 //!   the page. Such a piece starts where an item starts: the array's start, or a cut the
@@ -65,8 +67,10 @@ where
     K: DeserializeOwned + Send + 'static,
 {
     let mut pending = Vec::new();
+    // Where `"items"` is looked for next: before it, the bytes read hold none.
+    let mut search_from = 0;
     let (metadata, items_at) = loop {
-        match head(&pending) {
+        match head(&pending, &mut search_from) {
             Head::Read(metadata, items_at) => break (metadata, items_at),
             Head::Other => return decode_whole(pending, chunks, on_continue).await,
             Head::NotYet => match chunks.next().await {
@@ -93,11 +97,16 @@ enum Head {
     Other,
 }
 
-fn head(bytes: &[u8]) -> Head {
-    let Some(key) = memmem::find(bytes, b"\"items\"") else {
+/// What `bytes` show of a page's head; `"items"` is looked for from `search_from` on, which
+/// is moved past the bytes found without it.
+fn head(bytes: &[u8], search_from: &mut usize) -> Head {
+    const KEY: &[u8] = b"\"items\"";
+    let Some(found) = memmem::find(&bytes[*search_from..], KEY) else {
+        *search_from = bytes.len().saturating_sub(KEY.len() - 1);
         return if bytes.len() > MAX_HEAD_BYTES { Head::Other } else { Head::NotYet };
     };
-    let colon = skip_whitespace(bytes, key + b"\"items\"".len());
+    let key = *search_from + found;
+    let colon = skip_whitespace(bytes, key + KEY.len());
     let open = match bytes.get(colon) {
         None => return Head::NotYet,
         Some(b':') => skip_whitespace(bytes, colon + 1),
