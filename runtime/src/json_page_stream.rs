@@ -53,12 +53,32 @@ pub(crate) type Chunks = BoxStream<'static, Result<Bytes, Error>>;
 
 /// Decodes the JSON list page whose body `chunks` yields, with room for `capacity` items,
 /// calling `on_continue` with its continue token (`None` on a list's last page) as soon as
-/// the page's head is read.
+/// the page's head is read. The page is read on a task of its own, so it goes on between
+/// polls of this future (the reflector queues the page before this one meanwhile); the
+/// task is cancelled when this future is dropped.
 pub(crate) async fn decode_page<K>(chunks: Chunks, capacity: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
-    decode_page_in(chunks, capacity, PIECE_BYTES, on_continue).await
+    let task = CancelledOnDrop(tokio::spawn(decode_page_in(chunks, capacity, PIECE_BYTES, on_continue)));
+    joined(task.await, "list page")?
+}
+
+/// A task, cancelled when this is dropped.
+struct CancelledOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for CancelledOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> std::future::Future for CancelledOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
 }
 
 /// [`decode_page`] with pieces of `piece_bytes` (tests make them small).
@@ -81,7 +101,8 @@ where
     };
     let continue_token = metadata.continue_.filter(|c| !c.is_empty());
     on_continue(continue_token.as_deref());
-    pending.drain(..items_at);
+    // The items array's bytes from its `[` on.
+    pending.drain(..items_at - 1);
     let items = Pieces::new(capacity, piece_bytes).decode(pending, chunks).await?;
     Ok(ListPage { items, resource_version: metadata.resource_version.unwrap_or_default(), continue_token })
 }
@@ -164,14 +185,17 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
         Pieces { items: Vec::with_capacity(capacity), in_flight: VecDeque::new(), spare: Vec::new(), piece_bytes }
     }
 
-    /// Decodes the items array whose bytes start with `pending` and go on in `chunks`.
+    /// Decodes the items array whose bytes start with `pending` (from its `[` on) and go on
+    /// in `chunks`. The bytes not yet cut are read into the buffer a piece is cut from: a
+    /// piece is the front of that buffer closed with `]`, and the bytes after it go to a
+    /// spare buffer behind a `[` (so a piece's bytes are not copied once more).
     async fn decode(mut self, mut pending: Vec<u8>, mut chunks: Chunks) -> Result<Vec<K>, Error> {
         // Where the next cut is looked for, in `pending`.
         let mut search_from = self.piece_bytes;
         let mut cut_before: Option<memmem::Finder<'static>> = None;
         loop {
             if cut_before.is_none() {
-                cut_before = cut_pattern(&pending);
+                cut_before = cut_pattern(&pending[1..]);
             }
             if let Some(finder) = &cut_before {
                 while pending.len() >= search_from + finder.needle().len() {
@@ -180,11 +204,13 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
                         break;
                     };
                     let comma = search_from + found + 1;
-                    let piece = self.array_of(&pending[..comma]);
-                    pending.drain(..=comma);
+                    let after = self.array_of(&pending[comma + 1..]);
+                    let mut piece = std::mem::replace(&mut pending, after);
+                    piece.truncate(comma);
+                    piece.push(b']');
                     search_from = self.piece_bytes;
                     if let Some(failed) = self.start(piece).await? {
-                        return self.decode_rest(after_cut(failed, &pending), chunks).await;
+                        return self.decode_rest(after_cut(failed, &pending[1..]), chunks).await;
                     }
                 }
             }
@@ -196,38 +222,36 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
         // The body has ended: what is left is the last items, `]` and the page's `}`.
         let Some(close) = array_end_at_page_end(&pending) else {
             let rest = match self.in_flight_failed().await? {
-                Some(failed) => after_cut(failed, &pending),
-                None => pending,
+                Some(failed) => after_cut(failed, &pending[1..]),
+                None => pending[1..].to_vec(),
             };
             return self.decode_rest(rest, chunks).await;
         };
-        let tail = &pending[close..];
-        if pending[..close].iter().any(|b| !b.is_ascii_whitespace()) {
-            let piece = self.array_of(&pending[..close]);
-            let inline = self.in_flight.is_empty() && piece.len() < MIN_BYTES_PER_THREAD;
-            let failed = if inline { self.decode_here(piece) } else { self.start(piece).await? };
+        let tail = pending.split_off(close);
+        if pending[1..].iter().any(|b| !b.is_ascii_whitespace()) {
+            pending.push(b']');
+            let inline = self.in_flight.is_empty() && pending.len() < MIN_BYTES_PER_THREAD;
+            let failed = if inline { self.decode_here(pending) } else { self.start(pending).await? };
             if let Some(mut failed) = failed {
-                failed.extend_from_slice(tail);
+                failed.extend_from_slice(&tail);
                 return self.decode_rest(failed, chunks).await;
             }
         }
         match self.in_flight_failed().await? {
             Some(mut failed) => {
-                failed.extend_from_slice(tail);
+                failed.extend_from_slice(&tail);
                 self.decode_rest(failed, chunks).await
             }
             None => Ok(self.items),
         }
     }
 
-    /// `[`, `piece`, `]` in a spare buffer.
-    fn array_of(&mut self, piece: &[u8]) -> Vec<u8> {
+    /// `[` and `bytes` in a spare buffer.
+    fn array_of(&mut self, bytes: &[u8]) -> Vec<u8> {
         let mut array = self.spare.pop().unwrap_or_default();
         array.clear();
-        array.reserve(piece.len() + 2);
         array.push(b'[');
-        array.extend_from_slice(piece);
-        array.push(b']');
+        array.extend_from_slice(bytes);
         array
     }
 
