@@ -284,11 +284,21 @@ pub async fn event_ops(name: &str, server: &str, counter: &HandlerCounter, args:
     println!("{result}");
 }
 
-/// Ends the watch streams open on the replay server with 410 Expired, forcing a relist.
+/// Ends the informer's watch stream on the replay server with 410 Expired, forcing a
+/// relist. A client counts as synced once the list's objects are applied, which may be
+/// before its watch request has reached the server: while no stream is open yet, this asks
+/// again (for at most 10 s).
 async fn expire(client: &kube_client::Client) {
-    let req = http::Request::get("/expire").body(Vec::new()).unwrap();
-    let text = client.request_text(req).await.expect("expire");
-    assert!(text.starts_with("1 "), "expire reached {text:?}");
+    let start = std::time::Instant::now();
+    loop {
+        let req = http::Request::get("/expire").body(Vec::new()).unwrap();
+        let text = client.request_text(req).await.expect("expire");
+        if text.starts_with("1 ") {
+            return;
+        }
+        assert!(text.starts_with("0 ") && start.elapsed() < std::time::Duration::from_secs(10), "expire reached {text:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
 }
 
 /// After the initial sync: the memory it took at its peak and once synced, then the same
