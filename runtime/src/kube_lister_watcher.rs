@@ -16,9 +16,9 @@ use kube_core::{Request, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
+use crate::json_page_stream;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
-use crate::json_page_stream;
 use crate::page_prefetch::{ListResponse, PrefetchSlot};
 use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
 use crate::proto::{self, Message};
