@@ -5,18 +5,18 @@
 //!
 //! Invariants:
 //! - At most one page is fetched ahead per lister-watcher, and only the page a token just
-//!   named. The memory held ahead is at most [`JSON_READ_AHEAD`] of a JSON body (the rest
-//!   waits on the connection until the page is asked for and decoded as it arrives, see
-//!   `json_page_stream`), or a whole protobuf body.
+//!   named. The memory held ahead is a JSON body's chunks up to the one that reaches
+//!   [`JSON_READ_AHEAD`] bytes (the rest waits on the connection until the page is asked
+//!   for and decoded as it arrives, see `json_page_stream`), or a whole protobuf body.
 //! - A fetched-ahead response is used only for the very request that would have been sent
 //!   (the same URI, the same `Accept`), and it answers as that request would have: its
 //!   status error, body error or bytes, as they came.
 //! - A fetch nobody takes is cancelled: when a request for another page is made, and when
 //!   the slot (its lister-watcher) or the `list` call awaiting it is dropped. A clone of a
 //!   lister-watcher starts with an empty slot.
-//! - A protobuf page's buffer, once its items are decoded, is kept for the body of a page after it
-//!   (pages alternate between two buffers instead of each allocating, and faulting in, its
-//!   own megabyte): at most [`MAX_SPARE_BUFFERS`] are kept, only while a paged list goes on.
+//! - A protobuf page's buffer, once its items are decoded, is kept for the body of a page
+//!   after it (pages alternate between two buffers instead of each allocating, and faulting
+//!   in, its own megabyte): at most [`MAX_SPARE_BUFFERS`] are kept, only while a paged list goes on.
 //!   A list's last page drops them as soon as its metadata shows it is the last, before its
 //!   items decode; a request that is not the page fetched ahead drops them too.
 
