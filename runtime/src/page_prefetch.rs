@@ -65,14 +65,11 @@ impl JsonBody {
     /// The next non-empty chunk from the connection, or `None` at the body's end.
     async fn next_from_body(&mut self) -> Result<Option<Bytes>, Error> {
         let Some(body) = self.rest.as_mut() else { return Ok(None) };
-        while let Some(frame) = body.frame().await {
-            match frame.map_err(Error::from)?.into_data() {
-                Ok(chunk) if !chunk.is_empty() => return Ok(Some(chunk)),
-                _ => {}
-            }
+        let chunk = next_chunk(body).await?;
+        if chunk.is_none() {
+            self.rest = None;
         }
-        self.rest = None;
-        Ok(None)
+        Ok(chunk)
     }
 
     /// The body's chunks in order, those read ahead first.
@@ -137,11 +134,7 @@ async fn read_body(mut body: Body, length: Option<usize>, mut buf: Vec<u8>) -> R
     buf.clear();
     let growth = Growth::of(&buf);
     let mut first: Option<Bytes> = None;
-    while let Some(frame) = body.frame().await {
-        let Ok(chunk) = frame.map_err(Error::from)?.into_data() else { continue };
-        if chunk.is_empty() {
-            continue;
-        }
+    while let Some(chunk) = next_chunk(&mut body).await? {
         match first.take() {
             None if buf.is_empty() => first = Some(chunk),
             None => {
@@ -163,6 +156,17 @@ async fn read_body(mut body: Body, length: Option<usize>, mut buf: Vec<u8>) -> R
             Bytes::from(buf)
         }
     })
+}
+
+/// The next non-empty data chunk of `body` (other frames skipped), or `None` at its end.
+async fn next_chunk(body: &mut Body) -> Result<Option<Bytes>, Error> {
+    while let Some(frame) = body.frame().await {
+        match frame.map_err(Error::from)?.into_data() {
+            Ok(chunk) if !chunk.is_empty() => return Ok(Some(chunk)),
+            _ => {}
+        }
+    }
+    Ok(None)
 }
 
 /// How a body's buffer grows when the body has no `Content-Length`. A fresh buffer doubles
