@@ -108,13 +108,9 @@ fn cuts(items: &[u8], parts: usize) -> Vec<usize> {
     if parts < 2 {
         return cuts;
     }
-    let Some(opening) = item_opening(items) else {
+    let Some(finder) = cut_finder(items) else {
         return cuts;
     };
-    let mut pattern = Vec::with_capacity(opening.len() + 2);
-    pattern.extend_from_slice(b"},");
-    pattern.extend_from_slice(opening);
-    let finder = memmem::Finder::new(&pattern);
     for part in 1..parts {
         let from = (items.len() / parts * part).max(cuts.last().map_or(0, |&c| c + 1));
         match finder.find(&items[from..]) {
@@ -125,9 +121,19 @@ fn cuts(items: &[u8], parts: usize) -> Vec<usize> {
     cuts
 }
 
+/// What a cut is found by: `},` and the first item's opening (the comma is the cut), or
+/// `None` when the items' bytes show no plain opening (yet).
+pub(crate) fn cut_finder(items: &[u8]) -> Option<memmem::Finder<'static>> {
+    let opening = item_opening(items)?;
+    let mut pattern = Vec::with_capacity(opening.len() + 2);
+    pattern.extend_from_slice(b"},");
+    pattern.extend_from_slice(opening);
+    Some(memmem::Finder::new(&pattern).into_owned())
+}
+
 /// The first item's bytes up to and with its second `:` (its first key and the next one, or
 /// its first key and its first member's key), if they are short and plain.
-pub(crate) fn item_opening(items: &[u8]) -> Option<&[u8]> {
+fn item_opening(items: &[u8]) -> Option<&[u8]> {
     let start = skip_whitespace(items, 0);
     if items.get(start) != Some(&b'{') {
         return None;

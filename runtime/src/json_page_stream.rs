@@ -36,9 +36,9 @@ use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 use crate::json_list::{self, RawListMeta};
-use crate::json_list_split::{array_end_at_page_end, head_metadata, item_opening, skip_whitespace};
+use crate::json_list_split::{array_end_at_page_end, cut_finder, head_metadata, skip_whitespace};
 use crate::lister_watcher::ListPage;
-use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, joined};
+use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, decoded_off_worker, joined};
 
 /// Bytes of items a piece holds before it is cut (it runs on to the end of the item those
 /// bytes end in): enough that a blocking task's start is small beside its decode, few
@@ -161,13 +161,8 @@ where
     while let Some(chunk) = chunks.next().await {
         bytes.extend_from_slice(&chunk?);
     }
-    let small = bytes.len() < MIN_BYTES_PER_THREAD;
     let bytes = Bytes::from(bytes);
-    let decode = move || json_list::decode_list_then(&bytes, on_continue).map_err(Error::Decode);
-    if small {
-        return decode();
-    }
-    joined(tokio::task::spawn_blocking(decode).await, "list page").and_then(|page| page)
+    decoded_off_worker(bytes.len(), "list page", move || json_list::decode_list_then(&bytes, on_continue).map_err(Error::Decode)).await
 }
 
 /// The items array's pieces of one page, being decoded.
@@ -203,7 +198,8 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
         let mut cut_before: Option<memmem::Finder<'static>> = None;
         loop {
             if cut_before.is_none() {
-                cut_before = cut_pattern(&pending[1..]);
+                // `None` until the first item's opening has arrived: asked again.
+                cut_before = cut_finder(&pending[1..]);
             }
             if let Some(finder) = &cut_before {
                 while pending.len() >= search_from + finder.needle().len() {
@@ -368,17 +364,6 @@ fn after_cut(mut failed: Vec<u8>, pending: &[u8]) -> Vec<u8> {
 /// The piece's bytes in `[`, piece, `]`.
 fn failed_bytes(array: &[u8]) -> Vec<u8> {
     array[1..array.len() - 1].to_vec()
-}
-
-/// What a cut is found by: `},` and the first item's opening, once the array's bytes show
-/// it (`None` before that, and for an array whose first item has no plain opening).
-fn cut_pattern(items: &[u8]) -> Option<memmem::Finder<'static>> {
-    // Before the opening's second `:` has arrived this is `None`, and is asked again.
-    let opening = item_opening(items)?;
-    let mut pattern = Vec::with_capacity(opening.len() + 2);
-    pattern.extend_from_slice(b"},");
-    pattern.extend_from_slice(opening);
-    Some(memmem::Finder::new(&pattern).into_owned())
 }
 
 #[cfg(test)]

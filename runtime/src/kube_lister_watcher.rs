@@ -20,7 +20,7 @@ use crate::json_page_stream;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
 use crate::page_prefetch::{ListResponse, PrefetchSlot};
-use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
+use crate::parallel::decoded_off_worker;
 use crate::proto::{self, Message};
 use crate::watch_events::watch_events;
 
@@ -114,17 +114,13 @@ impl Target {
             }
             ListResponse::Protobuf { bytes, message } => (bytes, message),
         };
-        let on_blocking_thread = bytes.len() >= MIN_BYTES_PER_THREAD;
-        let decode = move || {
+        decoded_off_worker(bytes.len(), "list page", move || {
             let page = proto::decode_list_then(message, &bytes, fetch_next).map_err(|e| Error::Decode(e.to_string()));
             let more = matches!(&page, Ok(page) if page.continue_token.is_some());
             next_page.done_with(bytes, more);
             page
-        };
-        if !on_blocking_thread {
-            return decode();
-        }
-        joined(tokio::task::spawn_blocking(decode).await, "list page").and_then(|page| page)
+        })
+        .await
     }
 
     /// Sends a watch request built by `self.request` (`name` tags it, as kube's `Api` does).
@@ -194,6 +190,7 @@ mod tests {
     use kube_client::client::Body;
 
     use super::*;
+    use crate::parallel::MIN_BYTES_PER_THREAD;
 
     /// A server of three pages of one ConfigMap each (tokens `p2`, `p3`; the second page
     /// large enough to decode on a blocking thread) that records the continue token of

@@ -88,6 +88,20 @@ pub(crate) fn joined<R>(joined: Result<R, tokio::task::JoinError>, what: &str) -
     }
 }
 
+/// `decode()` on this thread when it reads fewer than [`MIN_BYTES_PER_THREAD`] encoded
+/// `bytes`, else on a blocking thread, so an async worker is not held while it decodes
+/// (`what` names it if its task is cancelled; a panic in it is raised here).
+pub(crate) async fn decoded_off_worker<R: Send + 'static>(
+    bytes: usize,
+    what: &str,
+    decode: impl FnOnce() -> Result<R, Error> + Send + 'static,
+) -> Result<R, Error> {
+    if bytes < MIN_BYTES_PER_THREAD {
+        return decode();
+    }
+    joined(tokio::task::spawn_blocking(decode).await, what)?
+}
+
 /// [`concat`] of parts that may have failed: the first error in part order, if any.
 pub(crate) fn try_concat<T, E>(parts: Vec<Result<Vec<T>, E>>) -> Result<Vec<T>, E> {
     Ok(concat(parts.into_iter().collect::<Result<Vec<_>, E>>()?))
