@@ -1,5 +1,6 @@
-//! A JSON list page decoded while its body arrives, a piece at a time, so that beside the
-//! decoded items a page's decode holds a few pieces of its bytes and never the whole page.
+//! A JSON list page decoded while its body arrives, a piece at a time, its items handed over
+//! in parts as the pieces decode, so that a page's decode holds a few pieces of its bytes and
+//! of its items, never the whole page.
 //!
 //! The bytes before the items array are read first, as `json_list_split` reads a page's
 //! head, for the list metadata; the continue token is told then, before any item decodes.
@@ -9,13 +10,15 @@
 //! bytes arrive.
 //!
 //! Invariants:
-//! - Held beside the items decoded so far: the bytes not yet cut (a piece, a chunk and an
-//!   item, unless one item is longer than that) and at most [`max_pieces_in_flight`] pieces
-//!   being decoded (three per decode thread); no more of the body is read while that many
-//!   are.
-//! - The page is what `json_list::decode_list_then` gives for the whole body, and so is the
-//!   error, but for where a page that is not JSON breaks (counted from the first byte not
-//!   yet decoded). A page whose metadata does not come before its items array (as
+//! - Held by a page's decode: the bytes not yet cut (a piece, a chunk and an item, unless one
+//!   item is longer than that), at most [`max_pieces_in_flight`] pieces being decoded (three
+//!   per decode thread) and [`PARTS_WAITING`] parts decoded and not yet taken; no more of the
+//!   body is read while that many pieces are being decoded, and none is decoded while that
+//!   many parts wait. A piece decoded is handed over before the next bytes are read.
+//! - The page's parts, gathered, are what `json_list::decode_list_then` gives for the whole
+//!   body, and so is the error that ends them, but for where a page that is not JSON breaks
+//!   (counted from the first byte not yet decoded). The head (resourceVersion and continue
+//!   token) is returned as soon as it is read, before any item decodes. A page whose metadata does not come before its items array (as
 //!   kube-apiserver writes them) is read whole and decoded by it; the list metadata is the
 //!   one before the items array. A piece that does not decode (a cut between two items is proved by its decode, see
 //!   `json_list_split`; or an item is bad) and everything after it are read the slow way
@@ -24,20 +27,21 @@
 //!   piece before it proved.
 //! - `on_continue` is called once, before any item decodes, unless the page's bytes end or
 //!   fail before its head is read, or the head does not read as a list's.
-//! - Items keep wire order.
+//! - Items keep wire order. The page's decode is cancelled when its parts are dropped.
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
+use futures::future::Either;
 use memchr::memmem;
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 use crate::json_list::{self, RawListMeta};
 use crate::json_list_split::{array_end_at_page_end, cut_finder, head_metadata, skip_whitespace};
-use crate::lister_watcher::ListPage;
+use crate::lister_watcher::PageInParts;
 use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, decoded_off_worker, joined};
 
 /// Bytes of items a piece holds before it is cut (it runs on to the end of the item those
@@ -52,6 +56,9 @@ fn max_pieces_in_flight() -> usize {
     3 * decode_threads()
 }
 
+/// Most parts (a piece's items) decoded and waiting to be taken.
+const PARTS_WAITING: usize = 2;
+
 /// Longest head (the bytes before `"items"`) looked for before the page is read whole
 /// instead: a list's metadata is a few hundred bytes.
 const MAX_HEAD_BYTES: usize = 64 << 10;
@@ -59,17 +66,79 @@ const MAX_HEAD_BYTES: usize = 64 << 10;
 /// Chunks of a list response's body, in order; an `Err` ends the body.
 pub(crate) type Chunks = BoxStream<'static, Result<Bytes, Error>>;
 
-/// Decodes the JSON list page whose body `chunks` yields, with room for `capacity` items,
-/// calling `on_continue` with its continue token (`None` on a list's last page) as soon as
-/// the page's head is read. The page is read on a task of its own, so it goes on between
-/// polls of this future (the reflector queues the page before this one meanwhile); the
-/// task is cancelled when this future is dropped.
-pub(crate) async fn decode_page<K>(chunks: Chunks, capacity: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error>
+/// Decodes the JSON list page whose body `chunks` yields, calling `on_continue` with its
+/// continue token (`None` on a list's last page) as soon as the page's head is read; returns
+/// then, with the items to come in parts. The page is read on a task of its own, so it goes
+/// on between polls of this future and of its parts (the reflector queues the page before
+/// this one meanwhile); the task is cancelled when this future or the parts are dropped.
+pub(crate) async fn decode_page<K>(chunks: Chunks, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
-    let task = CancelledOnDrop(tokio::spawn(decode_page_in(chunks, capacity, PIECE_BYTES, on_continue)));
-    joined(task.await, "list page")?
+    decode_page_with(chunks, PIECE_BYTES, on_continue).await
+}
+
+/// [`decode_page`] with pieces of `piece_bytes` (tests make them small).
+async fn decode_page_with<K>(chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
+where
+    K: DeserializeOwned + Send + 'static,
+{
+    let (head, head_read) = tokio::sync::oneshot::channel();
+    let (parts, parts_decoded) = tokio::sync::mpsc::channel(PARTS_WAITING);
+    let out = Out { head: Some(head), parts };
+    let task = CancelledOnDrop(tokio::spawn(decode_page_in(chunks, piece_bytes, on_continue, out)));
+    let (resource_version, continue_token) = match head_read.await {
+        Ok(head) => head?,
+        // The task ended without a word: it panicked (raised here).
+        Err(_) => {
+            joined(task.await, "list page")?;
+            return Err(Error::Decode("list page: ended before its head was read".into()));
+        }
+    };
+    let parts = futures::stream::unfold((parts_decoded, Some(task)), |(mut decoded, task)| async move {
+        match decoded.recv().await {
+            Some(part) => Some((part, (decoded, task))),
+            // The task has ended, and sent its error if it had one; unless it panicked.
+            None => match joined(task?.await, "list page") {
+                Ok(()) => None,
+                Err(e) => Some((Err(e), (decoded, None))),
+            },
+        }
+    });
+    Ok(PageInParts::streamed(resource_version, continue_token, parts.boxed()))
+}
+
+/// A page's resourceVersion and continue token.
+type PageHead = (String, Option<String>);
+
+/// Where a page's decode hands over its head, then its items' parts, or the error that
+/// ends them. A receiver gone means the page was dropped (and its decode is being
+/// cancelled), so what is sent to it is dropped too.
+struct Out<K> {
+    head: Option<tokio::sync::oneshot::Sender<Result<PageHead, Error>>>,
+    parts: tokio::sync::mpsc::Sender<Result<Vec<K>, Error>>,
+}
+
+impl<K> Out<K> {
+    fn head(&mut self, resource_version: String, continue_token: Option<String>) {
+        if let Some(head) = self.head.take() {
+            _ = head.send(Ok((resource_version, continue_token)));
+        }
+    }
+
+    /// Hands `items` over, once fewer than [`PARTS_WAITING`] parts wait.
+    async fn part(&self, items: Vec<K>) {
+        if !items.is_empty() {
+            _ = self.parts.send(Ok(items)).await;
+        }
+    }
+
+    async fn fail(mut self, e: Error) {
+        match self.head.take() {
+            Some(head) => _ = head.send(Err(e)),
+            None => _ = self.parts.send(Err(e)).await,
+        }
+    }
 }
 
 /// A task, cancelled when this is dropped.
@@ -89,8 +158,18 @@ impl<T> std::future::Future for CancelledOnDrop<T> {
     }
 }
 
-/// [`decode_page`] with pieces of `piece_bytes` (tests make them small).
-async fn decode_page_in<K>(mut chunks: Chunks, capacity: usize, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error>
+/// The task of [`decode_page_with`].
+async fn decode_page_in<K>(chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static, mut out: Out<K>)
+where
+    K: DeserializeOwned + Send + 'static,
+{
+    if let Err(e) = read_page(chunks, piece_bytes, on_continue, &mut out).await {
+        out.fail(e).await;
+    }
+}
+
+/// Reads the page, handing its head and parts to `out`.
+async fn read_page<K>(mut chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut Out<K>) -> Result<(), Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
@@ -100,19 +179,19 @@ where
     let (metadata, items_at) = loop {
         match head(&pending, &mut search_from) {
             Head::Read(metadata, items_at) => break (metadata, items_at),
-            Head::Other => return decode_whole(pending, chunks, on_continue).await,
+            Head::Other => return decode_whole(pending, chunks, on_continue, out).await,
             Head::NotYet => match chunks.next().await {
                 Some(chunk) => pending.extend_from_slice(&chunk?),
-                None => return decode_whole(pending, chunks, on_continue).await,
+                None => return decode_whole(pending, chunks, on_continue, out).await,
             },
         }
     };
     let continue_token = metadata.continue_.filter(|c| !c.is_empty());
     on_continue(continue_token.as_deref());
+    out.head(metadata.resource_version.unwrap_or_default(), continue_token);
     // The items array's bytes from its `[` on.
     pending.drain(..items_at - 1);
-    let items = Pieces::new(capacity, piece_bytes).decode(pending, chunks).await?;
-    Ok(ListPage { items, resource_version: metadata.resource_version.unwrap_or_default(), continue_token })
+    Pieces::new(out, piece_bytes).decode(pending, chunks).await
 }
 
 /// What the bytes of a page read so far show of its head.
@@ -153,8 +232,9 @@ fn head(bytes: &[u8], search_from: &mut usize) -> Head {
 }
 
 /// A page read whole (the bytes read so far, then the rest) and decoded by
-/// `json_list::decode_list_then`, on a blocking thread when it is many bytes.
-async fn decode_whole<K>(mut bytes: Vec<u8>, mut chunks: Chunks, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error>
+/// `json_list::decode_list_then`, on a blocking thread when it is many bytes; its items are
+/// one part.
+async fn decode_whole<K>(mut bytes: Vec<u8>, mut chunks: Chunks, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut Out<K>) -> Result<(), Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
@@ -162,18 +242,40 @@ where
         bytes.extend_from_slice(&chunk?);
     }
     let bytes = Bytes::from(bytes);
-    decoded_off_worker(bytes.len(), "list page", move || json_list::decode_list_then(&bytes, on_continue).map_err(Error::Decode)).await
+    let page = decoded_off_worker(bytes.len(), "list page", move || json_list::decode_list_then(&bytes, on_continue).map_err(Error::Decode)).await?;
+    out.head(page.resource_version, page.continue_token);
+    out.part(page.items).await;
+    Ok(())
 }
 
 /// The items array's pieces of one page, being decoded.
-struct Pieces<K> {
-    /// Items of the pieces decoded so far, in order.
-    items: Vec<K>,
+struct Pieces<'a, K> {
+    /// Where the items of each piece decoded go, in order.
+    out: &'a Out<K>,
+    /// Items handed over so far.
+    handed_over: usize,
     /// Pieces being decoded, oldest first.
     in_flight: VecDeque<tokio::task::JoinHandle<Decoded<K>>>,
     /// Buffers of decoded pieces, for the next pieces.
     spare: Vec<Vec<u8>>,
     piece_bytes: usize,
+}
+
+/// What the body gave next, while pieces decoded.
+enum Read {
+    Chunk(Bytes),
+    End,
+    /// A piece did not decode: the bytes from it on (see [`Pieces::failed_from`]).
+    Failed(Vec<u8>),
+}
+
+impl Read {
+    fn of(chunk: Option<Result<Bytes, Error>>) -> Result<Read, Error> {
+        Ok(match chunk {
+            Some(chunk) => Read::Chunk(chunk?),
+            None => Read::End,
+        })
+    }
 }
 
 /// A piece's decode: its items when it read as one whole array, and its buffer.
@@ -183,16 +285,16 @@ struct Decoded<K> {
     array: Vec<u8>,
 }
 
-impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
-    fn new(capacity: usize, piece_bytes: usize) -> Self {
-        Pieces { items: Vec::with_capacity(capacity), in_flight: VecDeque::new(), spare: Vec::new(), piece_bytes }
+impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
+    fn new(out: &'a Out<K>, piece_bytes: usize) -> Self {
+        Pieces { out, handed_over: 0, in_flight: VecDeque::new(), spare: Vec::new(), piece_bytes }
     }
 
     /// Decodes the items array whose bytes start with `pending` (from its `[` on) and go on
     /// in `chunks`. The bytes not yet cut are read into the buffer a piece is cut from: a
     /// piece is the front of that buffer closed with `]`, and the bytes after it go to a
     /// spare buffer behind a `[` (so a piece's bytes are not copied once more).
-    async fn decode(mut self, mut pending: Vec<u8>, mut chunks: Chunks) -> Result<Vec<K>, Error> {
+    async fn decode(mut self, mut pending: Vec<u8>, mut chunks: Chunks) -> Result<(), Error> {
         // Where the next cut is looked for, in `pending`.
         let mut search_from = self.piece_bytes;
         let mut cut_before: Option<memmem::Finder<'static>> = None;
@@ -218,9 +320,10 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
                     }
                 }
             }
-            match chunks.next().await {
-                Some(chunk) => pending.extend_from_slice(&chunk?),
-                None => break,
+            match self.next_chunk(&mut chunks).await? {
+                Read::Chunk(chunk) => pending.extend_from_slice(&chunk),
+                Read::End => break,
+                Read::Failed(failed) => return self.decode_rest(after_cut(failed, &pending[1..]), chunks).await,
             }
         }
         // The body has ended: what is left is the last items, `]` and the page's `}`.
@@ -235,7 +338,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
         if pending[1..].iter().any(|b| !b.is_ascii_whitespace()) {
             pending.push(b']');
             let inline = self.in_flight.is_empty() && pending.len() < MIN_BYTES_PER_THREAD;
-            let failed = if inline { self.decode_here(pending) } else { self.start(pending).await? };
+            let failed = if inline { self.decode_here(pending).await } else { self.start(pending).await? };
             if let Some(mut failed) = failed {
                 failed.extend_from_slice(&tail);
                 return self.decode_rest(failed, chunks).await;
@@ -246,7 +349,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
                 failed.extend_from_slice(&tail);
                 self.decode_rest(failed, chunks).await
             }
-            None => Ok(self.items),
+            None => Ok(()),
         }
     }
 
@@ -273,29 +376,56 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
     }
 
     /// Decodes `array` on this thread, after the pieces before it.
-    fn decode_here(&mut self, array: Vec<u8>) -> Option<Vec<u8>> {
+    async fn decode_here(&mut self, array: Vec<u8>) -> Option<Vec<u8>> {
         let decoded = decode_piece(array);
         match decoded.items {
             Some(items) => {
-                self.items.extend(items);
+                self.hand_over(items).await;
                 None
             }
             None => Some(failed_bytes(&decoded.array)),
         }
     }
 
-    /// Waits for the oldest piece being decoded: its items are added, or it is returned
-    /// when it did not decode.
+    async fn hand_over(&mut self, items: Vec<K>) {
+        self.handed_over += items.len();
+        self.out.part(items).await;
+    }
+
+    /// The body's next chunk; the pieces that finish decoding before it comes are handed
+    /// over meanwhile, oldest first (so are those already decoded, first).
+    async fn next_chunk(&mut self, chunks: &mut Chunks) -> Result<Read, Error> {
+        loop {
+            let Some(oldest) = self.in_flight.front_mut() else {
+                return Read::of(chunks.next().await);
+            };
+            let decoded = match futures::future::select(oldest, chunks.next()).await {
+                Either::Left((decoded, _)) => decoded,
+                Either::Right((chunk, _)) => return Read::of(chunk),
+            };
+            self.in_flight.pop_front();
+            if let Some(failed) = self.done(joined(decoded, "list page piece")?).await {
+                return Ok(Read::Failed(self.failed_from(failed, None).await?));
+            }
+        }
+    }
+
+    /// Waits for the oldest piece being decoded: its items are handed over, or it is
+    /// returned when it did not decode.
     async fn next_done(&mut self) -> Result<Option<Decoded<K>>, Error> {
         let Some(task) = self.in_flight.pop_front() else { return Ok(None) };
-        let decoded = joined(task.await, "list page piece")?;
+        Ok(self.done(joined(task.await, "list page piece")?).await)
+    }
+
+    /// Hands over the items of a piece decoded, or returns it when it did not decode.
+    async fn done(&mut self, decoded: Decoded<K>) -> Option<Decoded<K>> {
         match decoded.items {
             Some(items) => {
-                self.items.extend(items);
+                self.hand_over(items).await;
                 self.spare.push(decoded.array);
-                Ok(None)
+                None
             }
-            None => Ok(Some(Decoded { items: None, array: decoded.array })),
+            None => Some(decoded),
         }
     }
 
@@ -329,7 +459,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
 
     /// The items not yet decoded, read the slow way: `array` holds the items array's bytes
     /// from the first of them on, and the rest of the body ends the page.
-    async fn decode_rest(mut self, array: Vec<u8>, mut chunks: Chunks) -> Result<Vec<K>, Error> {
+    async fn decode_rest(mut self, array: Vec<u8>, mut chunks: Chunks) -> Result<(), Error> {
         // `{"items":[` and the rest of the page's bytes make a list of the items not yet
         // decoded (closed by the page's own `]` and `}`).
         let mut rest = Vec::with_capacity(array.len() + 16);
@@ -339,11 +469,11 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<K> {
         while let Some(chunk) = chunks.next().await {
             rest.extend_from_slice(&chunk?);
         }
-        let first = self.items.len();
+        let first = self.handed_over;
         let decode = move || json_list::decode_rest::<K>(&rest, first).map_err(Error::Decode);
         let items = joined(tokio::task::spawn_blocking(decode).await, "list page")??;
-        self.items.extend(items);
-        Ok(self.items)
+        self.hand_over(items).await;
+        Ok(())
     }
 }
 
@@ -375,6 +505,7 @@ mod tests {
 
     use super::*;
     use crate::json_list::tests::{config_map, list};
+    use crate::lister_watcher::ListPage;
 
     /// `bytes` as a body of `chunk`-byte chunks.
     fn chunks_of(bytes: &[u8], chunk: usize) -> Chunks {
@@ -384,11 +515,16 @@ mod tests {
 
     type Outcome = Result<(Vec<serde_json::Value>, String, Option<String>), String>;
 
+    /// The page decoded as its body arrives, its parts gathered.
+    async fn gathered<K: DeserializeOwned + Send + 'static>(chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error> {
+        decode_page_with(chunks, piece_bytes, on_continue).await?.gathered().await
+    }
+
     /// The page decoded as its body arrives, and the tokens `on_continue` was told.
     async fn streamed(bytes: &[u8], chunk: usize, piece_bytes: usize) -> (Outcome, Vec<Option<String>>) {
         let told = Arc::new(Mutex::new(Vec::new()));
         let tell = told.clone();
-        let page = decode_page_in(chunks_of(bytes, chunk), 0, piece_bytes, move |token| tell.lock().unwrap().push(token.map(str::to_string))).await;
+        let page = gathered(chunks_of(bytes, chunk), piece_bytes, move |token| tell.lock().unwrap().push(token.map(str::to_string))).await;
         let page = page.map(|p| (p.items, p.resource_version, p.continue_token)).map_err(|e| e.to_string());
         let told = told.lock().unwrap().clone();
         (page, told)
@@ -468,7 +604,7 @@ mod tests {
         for (bytes, first_bad) in [(&pages[3], "items[70]: "), (&pages[4], "items[119]: ")] {
             for chunk in [13, bytes.len()] {
                 for piece_bytes in [1, 300, 2000, PIECE_BYTES] {
-                    let page = decode_page_in::<k8s_openapi::api::core::v1::ConfigMap>(chunks_of(bytes, chunk), 0, piece_bytes, |_| {}).await;
+                    let page = gathered::<k8s_openapi::api::core::v1::ConfigMap>(chunks_of(bytes, chunk), piece_bytes, |_| {}).await;
                     let err = page.unwrap_err().to_string();
                     assert!(err.contains(first_bad), "chunks of {chunk}, pieces of {piece_bytes}: {err}");
                 }
@@ -505,7 +641,7 @@ mod tests {
         let items: Vec<String> = (0..2000).map(config_map).collect();
         let bytes = list(&items, r#"{"resourceVersion":"4"}"#);
         let (chunk, piece_bytes) = (512, 2048);
-        let page = decode_page_in::<Seen>(counted(&bytes, chunk), 0, piece_bytes, |_| {}).await.unwrap();
+        let page = gathered::<Seen>(counted(&bytes, chunk), piece_bytes, |_| {}).await.unwrap();
         assert_eq!(page.items.len(), items.len());
         let longest = items.iter().map(String::len).max().unwrap();
         // Ahead of an item's decode: the pieces being decoded with it, the bytes not yet
@@ -520,6 +656,54 @@ mod tests {
         }
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_head_is_returned_before_the_items_arrive_and_parts_are_handed_over_as_they_decode() {
+        let items: Vec<String> = (0..400).map(config_map).collect();
+        let bytes = list(&items, r#"{"resourceVersion":"4","continue":"c"}"#);
+        let items_at = memmem::find(&bytes, b"[").unwrap() + 1;
+        let half = items_at + items[..200].iter().map(|i| i.len() + 1).sum::<usize>();
+        let (body, chunks) = futures::channel::mpsc::unbounded::<Result<Bytes, Error>>();
+        body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[..items_at]))).unwrap();
+        let mut page = decode_page_with::<k8s_openapi::api::core::v1::ConfigMap>(chunks.boxed(), 2000, |_| {}).await.unwrap();
+        assert_eq!((page.resource_version.as_str(), page.continue_token.as_deref()), ("4", Some("c")));
+        // Half the items' bytes: every item of them but the bytes not yet cut (a piece and an
+        // item) is handed over while the rest has not come.
+        body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[items_at..half]))).unwrap();
+        let longest = items.iter().map(String::len).max().unwrap();
+        let mut end = items_at;
+        let must = items.iter().take_while(|i| {
+            end += i.len() + 1;
+            end + 2000 + longest + 1 < half
+        });
+        let must = must.count();
+        assert!(must > 150, "{must}");
+        let mut names = Vec::new();
+        while names.len() < must {
+            let part = tokio::time::timeout(std::time::Duration::from_secs(5), page.next_part()).await.expect("a part before the rest of the body");
+            names.extend(part.unwrap().unwrap().into_iter().map(|c| c.metadata.name.unwrap()));
+        }
+        body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[half..]))).unwrap();
+        drop(body);
+        while let Some(part) = page.next_part().await {
+            names.extend(part.unwrap().into_iter().map(|c| c.metadata.name.unwrap()));
+        }
+        assert_eq!(names, (0..400).map(|i| format!("cm-{i}")).collect::<Vec<_>>());
+
+        // A page dropped mid-body stops reading it.
+        let (body, chunks) = futures::channel::mpsc::unbounded::<Result<Bytes, Error>>();
+        body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[..half]))).unwrap();
+        let page = decode_page_with::<serde_json::Value>(chunks.boxed(), 2000, |_| {}).await.unwrap();
+        assert!(!body.is_closed());
+        drop(page);
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while !body.is_closed() {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the page's decode is cancelled");
+    }
+
     #[tokio::test]
     async fn a_body_that_fails_fails_the_page_and_before_its_head_tells_no_token() {
         let items: Vec<String> = (0..50).map(config_map).collect();
@@ -528,7 +712,7 @@ mod tests {
             let chunks: Vec<Result<Bytes, Error>> = vec![Ok(Bytes::copy_from_slice(&bytes[..cut])), Err(Error::Decode("connection reset".into()))];
             let told = Arc::new(Mutex::new(0));
             let tell = told.clone();
-            let page = decode_page_in::<serde_json::Value>(futures::stream::iter(chunks).boxed(), 0, 300, move |_| *tell.lock().unwrap() += 1).await;
+            let page = gathered::<serde_json::Value>(futures::stream::iter(chunks).boxed(), 300, move |_| *tell.lock().unwrap() += 1).await;
             assert!(page.unwrap_err().to_string().contains("connection reset"), "cut at {cut}");
             assert_eq!(*told.lock().unwrap(), usize::from(cut > 10), "cut at {cut}");
         }

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use crate::error::Error;
 use crate::json_page_stream;
 use crate::lean::LeanPartialObjectMeta;
-use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
+use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, PageInParts, WatchOptions, WatchStream};
 use crate::page_prefetch::{ListResponse, PrefetchSlot};
 use crate::parallel::decoded_off_worker;
 use crate::proto::{self, Message};
@@ -63,9 +63,6 @@ impl<K: Resource> MetadataListerWatcher<K> {
     }
 }
 
-/// Most items a JSON page's decode makes room for up front (a page's `limit`, when lower).
-const MAX_RESERVED_ITEMS: usize = 5000;
-
 /// Builds a list request (of full objects or of metadata) from a `Request` and its params.
 type BuildList = fn(&Request, &ListParams) -> Result<http::Request<Vec<u8>>, BuildError>;
 
@@ -86,11 +83,12 @@ impl Target {
     /// Lists the page `opts` asks for, with a request made by `build`; with `protobuf`,
     /// asks for protobuf (and reads JSON if the server answers with that). The next page's
     /// request is sent as soon as this page's continue token is read, before its items
-    /// are decoded. A JSON page decodes as its body arrives, in pieces on blocking threads;
-    /// a protobuf page of many bytes decodes on a blocking thread, so the async worker is
-    /// free to send the next request meanwhile, and its buffer goes back to the slot for a
-    /// later page.
-    async fn list<T>(&self, opts: &ListOptions, build: BuildList, protobuf: Option<&'static Message>) -> Result<ListPage<T>, Error>
+    /// are decoded. A JSON page decodes as its body arrives, in pieces on blocking threads,
+    /// and is returned at its head, its items handed over in parts as the pieces decode; a
+    /// protobuf page of many bytes decodes on a blocking thread, so the async worker is
+    /// free to send the next request meanwhile, and is one part; its buffer goes back to
+    /// the slot for a later page.
+    async fn list<T>(&self, opts: &ListOptions, build: BuildList, protobuf: Option<&'static Message>) -> Result<PageInParts<T>, Error>
     where
         T: DeserializeOwned + Send + 'static,
     {
@@ -108,10 +106,7 @@ impl Target {
             }
         };
         let (bytes, message) = match response {
-            ListResponse::Json(body) => {
-                let capacity = opts.limit.map_or(0, |limit| (limit as usize).min(MAX_RESERVED_ITEMS));
-                return json_page_stream::decode_page(body.into_chunks(), capacity, fetch_next).await;
-            }
+            ListResponse::Json(body) => return json_page_stream::decode_page(body.into_chunks(), fetch_next).await,
             ListResponse::Protobuf { bytes, message } => (bytes, message),
         };
         decoded_off_worker(bytes.len(), "list page", move || {
@@ -121,6 +116,7 @@ impl Target {
             page
         })
         .await
+        .map(PageInParts::whole)
     }
 
     /// Sends a watch request built by `self.request` (`name` tags it, as kube's `Api` does).
@@ -159,6 +155,10 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<K>, Error> {
+        self.target.list(opts, Request::list, self.protobuf).await?.gathered().await
+    }
+
+    async fn list_in_parts(&self, opts: &ListOptions) -> Result<PageInParts<K>, Error> {
         self.target.list(opts, Request::list, self.protobuf).await
     }
 
@@ -172,6 +172,10 @@ where
     K: Resource + Send + Sync + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ListPage<LeanPartialObjectMeta<K>>, Error> {
+        self.target.list(opts, Request::list_metadata, None).await?.gathered().await
+    }
+
+    async fn list_in_parts(&self, opts: &ListOptions) -> Result<PageInParts<LeanPartialObjectMeta<K>>, Error> {
         self.target.list(opts, Request::list_metadata, None).await
     }
 

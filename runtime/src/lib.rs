@@ -89,7 +89,7 @@ pub use key::{KeySet, ObjectKey};
 pub use kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
 pub use labels::{LabelMatcher, Labels, LabelsFn, meta_labels};
 pub use lister::{Lister, NamespaceLister, matches_labels};
-pub use lister_watcher::{BoxListerWatcher, ListOptions, ListPage, ListerWatcher, VersionMatch, WatchEvent, WatchOptions, WatchStream};
+pub use lister_watcher::{BoxListerWatcher, ListOptions, ListPage, ListerWatcher, PageInParts, VersionMatch, WatchEvent, WatchOptions, WatchStream};
 pub use queue::{Popped, Queue, QueueMode};
 pub use real_fifo::InOrderFifo;
 pub use reflector::{INITIAL_EVENTS_END_ANNOTATION, Reflector, ReflectorConfig, ReflectorState, WatchErrorHandler, WatchListMode};

@@ -7,11 +7,12 @@
 //!   from etcd) after a list failed with `410 Gone`/`Expired` or "too large resource
 //!   version". A watch that fails with 410 relists at the last synced resourceVersion
 //!   first: a list at a resourceVersion already means "at least as new as".
-//! - Lists are paged (`page_size`, 500 by default); each page is written to the queue as it
-//!   arrives, and only the keys of the listed objects are kept until the list ends, so a
-//!   relist never holds a second copy of the objects (the lister-watcher may fetch one page
-//!   ahead, as `KubeListerWatcher` does). A continue token that expires mid-list falls back
-//!   to one unpaged list at the same resourceVersion.
+//! - Lists are paged (`page_size`, 500 by default); each part of a page is written to the
+//!   queue as it arrives ([`ListerWatcher::list_in_parts`]), and only the keys of the listed
+//!   objects are kept until the list ends, so a relist never holds a second copy of the
+//!   objects. The next page is asked for as soon as a page's continue token is known, and
+//!   its first parts may decode while this page's last are queued. A continue token that
+//!   expires mid-list falls back to one unpaged list at the same resourceVersion.
 //! - Watches ask for bookmarks and time out server-side after a random 5–10 minutes; the
 //!   client gives up on a watch that stays silent for longer than that plus a margin.
 //! - With WatchList ([`WatchListMode`]), the initial state is streamed by a watch with
@@ -37,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::error::Error;
 use crate::key::{KeySet, ObjectKey};
-use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
+use crate::lister_watcher::{ListOptions, ListerWatcher, PageInParts, WatchEvent, WatchOptions, WatchStream};
 use crate::queue::Queue;
 use crate::transform::TransformFn;
 use crate::window::Window;
@@ -290,8 +291,16 @@ where
         if rv.is_empty() { "0".to_string() } else { rv }
     }
 
-    /// Prepares a listed page's objects and hands them to the queue as one batch.
-    fn queue_page(&self, items: Vec<K>, listed: &mut Listed) {
+    /// Hands each part of `page` to the queue as it arrives.
+    async fn queue_parts(&self, page: &mut PageInParts<K>, listed: &mut Listed) -> Result<(), Error> {
+        while let Some(part) = page.next_part().await {
+            self.queue_part(part?, listed);
+        }
+        Ok(())
+    }
+
+    /// Prepares a listed part's objects and hands them to the queue as one batch.
+    fn queue_part(&self, items: Vec<K>, listed: &mut Listed) {
         let mut batch = Vec::with_capacity(items.len());
         for obj in items {
             if let Some((key, obj)) = self.prepare(obj) {
@@ -424,13 +433,13 @@ where
                 resource_version_match: None,
             };
             // The next page's list, asked for while this page's objects were being queued.
-            let mut next: Option<Result<ListPage<K>, Error>> = None;
+            let mut next: Option<Result<PageInParts<K>, Error>> = None;
             loop {
                 let listed_page = match next.take() {
                     Some(result) => result,
-                    None => self.lw.list(&opts).await,
+                    None => self.lw.list_in_parts(&opts).await,
                 };
-                let page = match listed_page {
+                let mut page = match listed_page {
                     Ok(p) => p,
                     Err(e) if e.is_expired() && opts.continue_token.is_some() => {
                         // The continue token expired: one unpaged list at the same version.
@@ -449,21 +458,17 @@ where
                     }
                     Err(e) => return Err(e),
                 };
-                match page.continue_token {
+                match page.continue_token.take() {
                     Some(token) => {
-                        // The next page is asked for first: its decode (off this task, for
-                        // a large page) runs while this page's objects are queued.
+                        // The next page is asked for first (polled before this page's
+                        // parts), so its fetch and decode run while this page is queued.
                         opts.continue_token = Some(token);
-                        let mut next_list = std::pin::pin!(self.lw.list(&opts));
-                        let polled = futures::poll!(next_list.as_mut());
-                        self.queue_page(page.items, &mut listed);
-                        next = Some(match polled {
-                            std::task::Poll::Ready(result) => result,
-                            std::task::Poll::Pending => next_list.await,
-                        });
+                        let (next_page, queued) = futures::future::join(self.lw.list_in_parts(&opts), self.queue_parts(&mut page, &mut listed)).await;
+                        queued?;
+                        next = Some(next_page);
                     }
                     None => {
-                        self.queue_page(page.items, &mut listed);
+                        self.queue_parts(&mut page, &mut listed).await?;
                         listed.finish(&*self.queue);
                         self.state.set_rv(&page.resource_version);
                         self.rv_unavailable = false;

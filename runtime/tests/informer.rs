@@ -796,3 +796,93 @@ async fn the_next_page_is_asked_for_before_this_page_is_queued() {
     assert!(noted[2] <= 500, "page 3 asked for before page 2's objects were queued: {noted:?}");
     assert_eq!(inf.indexer().len(), 1203);
 }
+
+/// A lister-watcher that hands each page over in two parts: the first half at once, the
+/// second when the test lets it (or, on the lists told to, an error instead).
+#[derive(Clone)]
+struct HalvedPages {
+    server: FakeApiServer<ConfigMap>,
+    /// One permit lets one page's second half through.
+    gate: Arc<tokio::sync::Semaphore>,
+    /// Lists whose second half is an error instead.
+    failing: Arc<AtomicUsize>,
+}
+
+impl informer_runtime::ListerWatcher<ConfigMap> for HalvedPages {
+    async fn list(&self, opts: &informer_runtime::ListOptions) -> Result<informer_runtime::ListPage<ConfigMap>, Error> {
+        self.server.list(opts).await
+    }
+
+    async fn list_in_parts(&self, opts: &informer_runtime::ListOptions) -> Result<informer_runtime::PageInParts<ConfigMap>, Error> {
+        let mut page = self.server.list(opts).await?;
+        let second = page.items.split_off(page.items.len() / 2);
+        let fail = self.failing.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        let gate = self.gate.clone();
+        let later = async move {
+            gate.acquire().await.unwrap().forget();
+            if fail { Err(Error::Transport("connection reset mid-page".into())) } else { Ok(second) }
+        };
+        let parts = futures::stream::iter([Ok(page.items)]).chain(futures::stream::once(later));
+        Ok(informer_runtime::PageInParts::streamed(page.resource_version, page.continue_token, parts.boxed()))
+    }
+
+    async fn watch(&self, opts: &informer_runtime::WatchOptions) -> Result<informer_runtime::WatchStream<ConfigMap>, Error> {
+        self.server.watch(opts).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_is_queued_part_by_part_as_its_parts_arrive() {
+    let server = FakeApiServer::new();
+    for i in 0..40 {
+        server.create(cm("ns", &format!("cm{i:02}"), &[]));
+    }
+    let lw = HalvedPages { server: server.clone(), gate: Arc::new(tokio::sync::Semaphore::new(0)), failing: Default::default() };
+    let mut opts = options(WatchListMode::Never, QueueMode::DeltaFifo);
+    opts.reflector.page_size = 20;
+    let inf = SharedIndexInformer::new(lw.clone(), opts);
+    inf.start().unwrap();
+    // Each page's first half is cached while its second has not arrived.
+    eventually(5, "page 1's first half cached", || inf.indexer().len() == 10).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(inf.indexer().len(), 10, "nothing more before the gate opens");
+    assert!(!inf.has_synced());
+    lw.gate.add_permits(1);
+    eventually(5, "page 2's first half cached", || inf.indexer().len() == 30).await;
+    assert!(!inf.has_synced());
+    lw.gate.add_permits(1);
+    assert!(inf.wait_for_sync().await);
+    converged(&server, &inf).await;
+    assert_eq!(server.list_calls().len(), 2, "40 objects in pages of 20");
+    inf.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_that_fails_fails_the_list_and_the_relist_converges() {
+    let server = FakeApiServer::new();
+    for i in 0..40 {
+        server.create(cm("ns", &format!("cm{i:02}"), &[]));
+    }
+    let lw = HalvedPages { server: server.clone(), gate: Arc::new(tokio::sync::Semaphore::new(1000)), failing: Arc::new(AtomicUsize::new(1)) };
+    let mut opts = options(WatchListMode::Never, QueueMode::DeltaFifo);
+    opts.reflector.page_size = 20;
+    let inf = SharedIndexInformer::new(lw.clone(), opts);
+    let errors = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = errors.clone();
+    inf.set_watch_error_handler(move |e: &Error| seen.lock().unwrap().push(e.to_string())).unwrap();
+    let rec = Recorder::default();
+    inf.add_event_handler(rec.clone()).unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_sync().await);
+    converged(&server, &inf).await;
+    let errors = errors.lock().unwrap().clone();
+    assert!(errors.iter().any(|e| e.contains("connection reset mid-page")), "{errors:?}");
+    // The first list failed after page 1's first half (page 2 asked for meanwhile); the
+    // second listed everything.
+    let lists = server.list_calls();
+    let tokens: Vec<bool> = lists.iter().map(|l| l.continue_token.is_some()).collect();
+    assert_eq!(tokens, [false, true, false, true], "{lists:?}");
+    eventually(5, "every object added once", || rec.count("ADD ") == 40).await;
+    assert_eq!(rec.count("DELETE "), 0);
+    inf.shutdown().await;
+}
