@@ -11,30 +11,27 @@
 //!
 //! Invariants:
 //! - Held by a page's decode: the bytes not yet cut (a piece, a chunk and an item, unless one
-//!   item is longer than that), at most [`max_pieces_in_flight`] pieces being decoded (three
-//!   per decode thread) and [`PARTS_WAITING`] parts decoded and not yet taken; no more of the
-//!   body is read while that many pieces are being decoded, and none is decoded while that
-//!   many parts wait. A piece decoded is handed over before the next bytes are read.
+//!   item is longer than that), the pieces being decoded and the parts waiting to be taken
+//!   (both bounded, see `page_parts`); no more of the body is read while the most pieces
+//!   are being decoded. A piece decoded is handed over before the next bytes are read.
 //! - The page's parts, gathered, are what `json_list::decode_list_then` gives for the whole
 //!   body, and so is the error that ends them, but for where a page that is not JSON breaks
 //!   (counted from the first byte not yet decoded). The head (resourceVersion and continue
-//!   token) is returned as soon as it is read, before any item decodes. A page whose metadata does not come before its items array (as
-//!   kube-apiserver writes them) is read whole and decoded by it; the list metadata is the
-//!   one before the items array. A piece that does not decode (a cut between two items is proved by its decode, see
+//!   token) is returned as soon as it is read, before any item decodes.
+//! - A page whose metadata does not come before its items array (as kube-apiserver writes
+//!   them) is read whole and decoded by that decoder, as one part; the list metadata is the
+//!   one before the items array.
+//! - A piece that does not decode (a cut between two items is proved by its decode, see
 //!   `json_list_split`; or an item is bad) and everything after it are read the slow way
 //!   (the rest of the body read in first), which names the first bad item by its place in
 //!   the page. Such a piece starts where an item starts: the array's start, or a cut the
 //!   piece before it proved.
 //! - `on_continue` is called once, before any item decodes, unless the page's bytes end or
 //!   fail before its head is read, or the head does not read as a list's.
-//! - Items keep wire order. The page's decode is cancelled when its parts are dropped.
-
-use std::collections::VecDeque;
+//! - Items keep wire order.
 
 use bytes::Bytes;
-use futures::stream::BoxStream;
 use futures::StreamExt;
-use futures::future::Either;
 use memchr::memmem;
 use serde::de::DeserializeOwned;
 
@@ -42,35 +39,16 @@ use crate::error::Error;
 use crate::json_list::{self, RawListMeta};
 use crate::json_list_split::{array_end_at_page_end, cut_finder, head_metadata, skip_whitespace};
 use crate::lister_watcher::PageInParts;
-use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, decoded_off_worker, joined};
-
-/// Bytes of items a piece holds before it is cut (it runs on to the end of the item those
-/// bytes end in): enough that a blocking task's start is small beside its decode, few
-/// beside a page (500 Pods of ≈8 KB).
-pub(crate) const PIECE_BYTES: usize = 128 << 10;
-
-/// Most pieces being decoded at once: three per decode thread, so that a thread done with
-/// one finds the next waiting instead of waiting for the reader to cut it (with one per
-/// thread, 10,000 Pods synced 17% slower than from pages read whole).
-fn max_pieces_in_flight() -> usize {
-    3 * decode_threads()
-}
-
-/// Most parts (a piece's items) decoded and waiting to be taken.
-const PARTS_WAITING: usize = 2;
+use crate::page_parts::{Arrived, Chunks, InFlight, PIECE_BYTES, PageOut, read_on_own_task, read_whole};
+use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
 
 /// Longest head (the bytes before `"items"`) looked for before the page is read whole
 /// instead: a list's metadata is a few hundred bytes.
 const MAX_HEAD_BYTES: usize = 64 << 10;
 
-/// Chunks of a list response's body, in order; an `Err` ends the body.
-pub(crate) type Chunks = BoxStream<'static, Result<Bytes, Error>>;
-
 /// Decodes the JSON list page whose body `chunks` yields, calling `on_continue` with its
 /// continue token (`None` on a list's last page) as soon as the page's head is read; returns
-/// then, with the items to come in parts. The page is read on a task of its own, so it goes
-/// on between polls of this future and of its parts (the reflector queues the page before
-/// this one meanwhile); the task is cancelled when this future or the parts are dropped.
+/// then, with the items to come in parts (see `page_parts`).
 pub(crate) async fn decode_page<K>(chunks: Chunks, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
 where
     K: DeserializeOwned + Send + 'static,
@@ -83,108 +61,33 @@ async fn decode_page_with<K>(chunks: Chunks, piece_bytes: usize, on_continue: im
 where
     K: DeserializeOwned + Send + 'static,
 {
-    let (head, head_read) = tokio::sync::oneshot::channel();
-    let (parts, parts_decoded) = tokio::sync::mpsc::channel(PARTS_WAITING);
-    let out = Out { head: Some(head), parts };
-    let task = CancelledOnDrop(tokio::spawn(decode_page_in(chunks, piece_bytes, on_continue, out)));
-    let (resource_version, continue_token) = match head_read.await {
-        Ok(head) => head?,
-        // The task ended without a word: it panicked (raised here).
-        Err(_) => {
-            joined(task.await, "list page")?;
-            return Err(Error::Decode("list page: ended before its head was read".into()));
-        }
-    };
-    let parts = futures::stream::unfold((parts_decoded, Some(task)), |(mut decoded, task)| async move {
-        match decoded.recv().await {
-            Some(part) => Some((part, (decoded, task))),
-            // The task has ended, and sent its error if it had one; unless it panicked.
-            None => match joined(task?.await, "list page") {
-                Ok(()) => None,
-                Err(e) => Some((Err(e), (decoded, None))),
-            },
-        }
-    });
-    Ok(PageInParts::streamed(resource_version, continue_token, parts.boxed()))
-}
-
-/// A page's resourceVersion and continue token.
-type PageHead = (String, Option<String>);
-
-/// Where a page's decode hands over its head, then its items' parts, or the error that
-/// ends them. A receiver gone means the page was dropped (and its decode is being
-/// cancelled), so what is sent to it is dropped too.
-struct Out<K> {
-    head: Option<tokio::sync::oneshot::Sender<Result<PageHead, Error>>>,
-    parts: tokio::sync::mpsc::Sender<Result<Vec<K>, Error>>,
-}
-
-impl<K> Out<K> {
-    fn head(&mut self, resource_version: String, continue_token: Option<String>) {
-        if let Some(head) = self.head.take() {
-            _ = head.send(Ok((resource_version, continue_token)));
-        }
-    }
-
-    /// Hands `items` over, once fewer than [`PARTS_WAITING`] parts wait.
-    async fn part(&self, items: Vec<K>) {
-        if !items.is_empty() {
-            _ = self.parts.send(Ok(items)).await;
-        }
-    }
-
-    async fn fail(mut self, e: Error) {
-        match self.head.take() {
-            Some(head) => _ = head.send(Err(e)),
-            None => _ = self.parts.send(Err(e)).await,
-        }
-    }
-}
-
-/// A task, cancelled when this is dropped.
-struct CancelledOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for CancelledOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl<T> std::future::Future for CancelledOnDrop<T> {
-    type Output = Result<T, tokio::task::JoinError>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx)
-    }
-}
-
-/// The task of [`decode_page_with`].
-async fn decode_page_in<K>(chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static, mut out: Out<K>)
-where
-    K: DeserializeOwned + Send + 'static,
-{
-    if let Err(e) = read_page(chunks, piece_bytes, on_continue, &mut out).await {
-        out.fail(e).await;
-    }
+    read_on_own_task(move |mut out| async move {
+        let read = read_page(chunks, piece_bytes, on_continue, &mut out).await;
+        out.finish(read).await;
+    })
+    .await
 }
 
 /// Reads the page, handing its head and parts to `out`.
-async fn read_page<K>(mut chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut Out<K>) -> Result<(), Error>
+async fn read_page<K>(mut chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut PageOut<K>) -> Result<(), Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
     let mut pending = Vec::new();
     // Where `"items"` is looked for next: before it, the bytes read hold none.
     let mut search_from = 0;
-    let (metadata, items_at) = loop {
+    let read = loop {
         match head(&pending, &mut search_from) {
-            Head::Read(metadata, items_at) => break (metadata, items_at),
-            Head::Other => return decode_whole(pending, chunks, on_continue, out).await,
+            Head::Read(metadata, items_at) => break Some((metadata, items_at)),
+            Head::Other => break None,
             Head::NotYet => match chunks.next().await {
                 Some(chunk) => pending.extend_from_slice(&chunk?),
-                None => return decode_whole(pending, chunks, on_continue, out).await,
+                None => break None,
             },
         }
+    };
+    let Some((metadata, items_at)) = read else {
+        return read_whole(pending, chunks, out, move |bytes| json_list::decode_list_then(bytes, on_continue).map_err(Error::Decode)).await;
     };
     let continue_token = metadata.continue_.filter(|c| !c.is_empty());
     on_continue(continue_token.as_deref());
@@ -231,31 +134,13 @@ fn head(bytes: &[u8], search_from: &mut usize) -> Head {
     }
 }
 
-/// A page read whole (the bytes read so far, then the rest) and decoded by
-/// `json_list::decode_list_then`, on a blocking thread when it is many bytes; its items are
-/// one part.
-async fn decode_whole<K>(mut bytes: Vec<u8>, mut chunks: Chunks, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut Out<K>) -> Result<(), Error>
-where
-    K: DeserializeOwned + Send + 'static,
-{
-    while let Some(chunk) = chunks.next().await {
-        bytes.extend_from_slice(&chunk?);
-    }
-    let bytes = Bytes::from(bytes);
-    let page = decoded_off_worker(bytes.len(), "list page", move || json_list::decode_list_then(&bytes, on_continue).map_err(Error::Decode)).await?;
-    out.head(page.resource_version, page.continue_token);
-    out.part(page.items).await;
-    Ok(())
-}
-
 /// The items array's pieces of one page, being decoded.
 struct Pieces<'a, K> {
     /// Where the items of each piece decoded go, in order.
-    out: &'a Out<K>,
+    out: &'a PageOut<K>,
     /// Items handed over so far.
     handed_over: usize,
-    /// Pieces being decoded, oldest first.
-    in_flight: VecDeque<tokio::task::JoinHandle<Decoded<K>>>,
+    in_flight: InFlight<Decoded<K>>,
     /// Buffers of decoded pieces, for the next pieces.
     spare: Vec<Vec<u8>>,
     piece_bytes: usize,
@@ -269,15 +154,6 @@ enum Read {
     Failed(Vec<u8>),
 }
 
-impl Read {
-    fn of(chunk: Option<Result<Bytes, Error>>) -> Result<Read, Error> {
-        Ok(match chunk {
-            Some(chunk) => Read::Chunk(chunk?),
-            None => Read::End,
-        })
-    }
-}
-
 /// A piece's decode: its items when it read as one whole array, and its buffer.
 struct Decoded<K> {
     items: Option<Vec<K>>,
@@ -286,8 +162,8 @@ struct Decoded<K> {
 }
 
 impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
-    fn new(out: &'a Out<K>, piece_bytes: usize) -> Self {
-        Pieces { out, handed_over: 0, in_flight: VecDeque::new(), spare: Vec::new(), piece_bytes }
+    fn new(out: &'a PageOut<K>, piece_bytes: usize) -> Self {
+        Pieces { out, handed_over: 0, in_flight: InFlight::new(), spare: Vec::new(), piece_bytes }
     }
 
     /// Decodes the items array whose bytes start with `pending` (from its `[` on) and go on
@@ -363,15 +239,15 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
     }
 
     /// Starts decoding `array` on the blocking pool, first waiting for the oldest piece
-    /// when [`max_pieces_in_flight`] are being decoded; returns the bytes from
-    /// the first piece that did not decode on (see [`Pieces::failed_from`]), if one did not.
+    /// when the most are being decoded; returns the bytes from the first piece that did not
+    /// decode on (see [`Pieces::failed_from`]), if one did not.
     async fn start(&mut self, array: Vec<u8>) -> Result<Option<Vec<u8>>, Error> {
-        while self.in_flight.len() >= max_pieces_in_flight() {
+        while self.in_flight.is_full() {
             if let Some(failed) = self.next_done().await? {
                 return Ok(Some(self.failed_from(failed, Some(array)).await?));
             }
         }
-        self.in_flight.push_back(tokio::task::spawn_blocking(move || decode_piece(array)));
+        self.in_flight.start(move || decode_piece(array));
         Ok(None)
     }
 
@@ -396,15 +272,12 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
     /// over meanwhile, oldest first (so are those already decoded, first).
     async fn next_chunk(&mut self, chunks: &mut Chunks) -> Result<Read, Error> {
         loop {
-            let Some(oldest) = self.in_flight.front_mut() else {
-                return Read::of(chunks.next().await);
+            let decoded = match self.in_flight.next(chunks).await? {
+                Arrived::Chunk(chunk) => return Ok(Read::Chunk(chunk)),
+                Arrived::End => return Ok(Read::End),
+                Arrived::Decoded(decoded) => decoded,
             };
-            let decoded = match futures::future::select(oldest, chunks.next()).await {
-                Either::Left((decoded, _)) => decoded,
-                Either::Right((chunk, _)) => return Read::of(chunk),
-            };
-            self.in_flight.pop_front();
-            if let Some(failed) = self.done(joined(decoded, "list page piece")?).await {
+            if let Some(failed) = self.done(decoded).await {
                 return Ok(Read::Failed(self.failed_from(failed, None).await?));
             }
         }
@@ -413,8 +286,10 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
     /// Waits for the oldest piece being decoded: its items are handed over, or it is
     /// returned when it did not decode.
     async fn next_done(&mut self) -> Result<Option<Decoded<K>>, Error> {
-        let Some(task) = self.in_flight.pop_front() else { return Ok(None) };
-        Ok(self.done(joined(task.await, "list page piece")?).await)
+        match self.in_flight.oldest().await {
+            Some(decoded) => Ok(self.done(decoded?).await),
+            None => Ok(None),
+        }
     }
 
     /// Hands over the items of a piece decoded, or returns it when it did not decode.
@@ -445,8 +320,8 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
     /// cuts took out.
     async fn failed_from(&mut self, failed: Decoded<K>, next: Option<Vec<u8>>) -> Result<Vec<u8>, Error> {
         let mut bytes = failed_bytes(&failed.array);
-        while let Some(task) = self.in_flight.pop_front() {
-            let later = joined(task.await, "list page piece")?;
+        while let Some(later) = self.in_flight.oldest().await {
+            let later = later?;
             bytes.push(b',');
             bytes.extend_from_slice(&later.array[1..later.array.len() - 1]);
         }
@@ -506,6 +381,7 @@ mod tests {
     use super::*;
     use crate::json_list::tests::{config_map, list};
     use crate::lister_watcher::ListPage;
+    use crate::page_parts::max_pieces_in_flight;
 
     /// `bytes` as a body of `chunk`-byte chunks.
     fn chunks_of(bytes: &[u8], chunk: usize) -> Chunks {

@@ -19,9 +19,9 @@ use crate::error::Error;
 use crate::json_page_stream;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, PageInParts, WatchOptions, WatchStream};
-use crate::page_prefetch::{ListResponse, PrefetchSlot};
-use crate::parallel::decoded_off_worker;
-use crate::proto::{self, Message};
+use crate::page_prefetch::PrefetchSlot;
+use crate::proto::Message;
+use crate::proto_page_stream;
 use crate::watch_events::watch_events;
 
 /// Lists and watches full objects through a `kube_client::Api<K>` (already scoped to a
@@ -83,40 +83,30 @@ impl Target {
     /// Lists the page `opts` asks for, with a request made by `build`; with `protobuf`,
     /// asks for protobuf (and reads JSON if the server answers with that). The next page's
     /// request is sent as soon as this page's continue token is read, before its items
-    /// are decoded. A JSON page decodes as its body arrives, in pieces on blocking threads,
-    /// and is returned at its head, its items handed over in parts as the pieces decode; a
-    /// protobuf page of many bytes decodes on a blocking thread, so the async worker is
-    /// free to send the next request meanwhile, and is one part; its buffer goes back to
-    /// the slot for a later page.
+    /// are decoded. A page (JSON or protobuf) decodes as its body arrives, in pieces on
+    /// blocking threads, and is returned at its head, its items handed over in parts as the
+    /// pieces decode.
     async fn list<T>(&self, opts: &ListOptions, build: BuildList, protobuf: Option<&'static Message>) -> Result<PageInParts<T>, Error>
     where
         T: DeserializeOwned + Send + 'static,
     {
         let request = build(&self.request, &list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
         let response = self.next_page.send(&self.client, request, protobuf).await?;
-        let (client, builder, next_page) = (self.client.clone(), self.request.clone(), self.next_page.starter());
-        let starter = next_page.clone();
+        let (client, builder, starter) = (self.client.clone(), self.request.clone(), self.next_page.starter());
         let next_opts = opts.clone();
         let fetch_next = move |token: Option<&str>| {
-            let Some(token) = token else { return starter.last_page() };
+            let Some(token) = token else { return };
             let next = ListOptions { continue_token: Some(token.to_owned()), ..next_opts };
             // A request that does not build is not fetched ahead; asked for, it fails then.
             if let Ok(request) = build(&builder, &list_params(&next)) {
                 starter.start(&client, request, protobuf);
             }
         };
-        let (bytes, message) = match response {
-            ListResponse::Json(body) => return json_page_stream::decode_page(body.into_chunks(), fetch_next).await,
-            ListResponse::Protobuf { bytes, message } => (bytes, message),
-        };
-        decoded_off_worker(bytes.len(), "list page", move || {
-            let page = proto::decode_list_then(message, &bytes, fetch_next).map_err(|e| Error::Decode(e.to_string()));
-            let more = matches!(&page, Ok(page) if page.continue_token.is_some());
-            next_page.done_with(bytes, more);
-            page
-        })
-        .await
-        .map(PageInParts::whole)
+        let chunks = response.body.into_chunks();
+        match response.protobuf {
+            Some(message) => proto_page_stream::decode_page(chunks, message, fetch_next).await,
+            None => json_page_stream::decode_page(chunks, fetch_next).await,
+        }
     }
 
     /// Sends a watch request built by `self.request` (`name` tags it, as kube's `Api` does).

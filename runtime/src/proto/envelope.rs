@@ -17,14 +17,14 @@ use serde::de::DeserializeOwned;
 use super::ProtoError;
 use super::de::MessageDeserializer;
 use super::descriptor::{Field, Kind, Message};
-use super::wire::Reader;
+use super::wire::{Reader, Value};
 use crate::lister_watcher::ListPage;
 use crate::parallel::{concat, in_parts, threads_for, try_concat};
 
 /// The media type of Kubernetes protobuf.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
-const MAGIC: &[u8] = b"k8s\0";
+pub(crate) const MAGIC: &[u8] = b"k8s\0";
 
 /// A `runtime.Unknown`: the object's type meta and its message's bytes.
 struct Unknown<'a> {
@@ -40,23 +40,69 @@ fn unknown(bytes: &[u8]) -> Result<Unknown<'_>, ProtoError> {
     let mut out = Unknown { api_version: "", kind: "", raw: &[] };
     Reader::new(rest).for_each(|number, value| {
         match number {
-            1 => Reader::new(value.bytes()?).for_each(|n, v| {
-                match n {
-                    1 => out.api_version = v.str()?,
-                    2 => out.kind = v.str()?,
-                    _ => {}
-                }
-                Ok(())
-            })?,
+            1 => (out.api_version, out.kind) = type_meta(value.bytes()?)?,
             2 => out.raw = value.bytes()?,
-            3 if !value.is_zero() => {
-                return Err(ProtoError::new(format!("unsupported content encoding {:?}", String::from_utf8_lossy(value.bytes()?))));
-            }
-            _ => {}
+            _ => other_unknown_field(number, value)?,
         }
         Ok(())
     })?;
     Ok(out)
+}
+
+/// The apiVersion and kind of a `runtime.TypeMeta`'s bytes.
+pub(crate) fn type_meta(bytes: &[u8]) -> Result<(&str, &str), ProtoError> {
+    let (mut api_version, mut kind) = ("", "");
+    Reader::new(bytes).for_each(|n, v| {
+        match n {
+            1 => api_version = v.str()?,
+            2 => kind = v.str()?,
+            _ => {}
+        }
+        Ok(())
+    })?;
+    Ok((api_version, kind))
+}
+
+/// A field of a `runtime.Unknown` other than its type meta and raw bytes: a content
+/// encoding (field 3) that is not the plain one is an error.
+pub(crate) fn other_unknown_field(number: u32, value: Value<'_>) -> Result<(), ProtoError> {
+    if number == 3 && !value.is_zero() {
+        return Err(ProtoError::new(format!("unsupported content encoding {:?}", String::from_utf8_lossy(value.bytes()?))));
+    }
+    Ok(())
+}
+
+/// The resourceVersion and continue token of a `metav1.ListMeta`'s bytes.
+pub(crate) fn list_meta(bytes: &[u8]) -> Result<(String, Option<String>), ProtoError> {
+    let (mut resource_version, mut continue_token) = (String::new(), None);
+    Reader::new(bytes).for_each(|n, v| {
+        match n {
+            2 => resource_version = v.str()?.to_owned(),
+            3 if !v.is_zero() => continue_token = Some(v.str()?.to_owned()),
+            _ => {}
+        }
+        Ok(())
+    })?;
+    Ok((resource_version, continue_token))
+}
+
+/// Decodes item `index` of a `kind` list (named so in an error).
+fn decode_item<K: DeserializeOwned>(item: &'static Message, kind: &str, index: usize, bytes: &[u8]) -> Result<K, ProtoError> {
+    K::deserialize(MessageDeserializer { message: item, bytes, type_meta: None }).map_err(|e| e.within(&format!("{kind}.items[{index}]")))
+}
+
+/// Decodes the items among `fields`, a run of whole fields of a `kind` list message whose
+/// first item is the list's item `first`; its other fields are skipped.
+pub(crate) fn decode_items<K: DeserializeOwned>(item: &'static Message, kind: &str, first: usize, fields: &[u8]) -> Result<Vec<K>, ProtoError> {
+    let mut items = Vec::new();
+    Reader::new(fields).for_each(|number, value| {
+        if number == 2 {
+            let index = first + items.len();
+            items.push(decode_item(item, kind, index, value.bytes()?)?);
+        }
+        Ok(())
+    })?;
+    Ok(items)
 }
 
 /// Decodes one enveloped object of type `message` (as a GET or a watch event carries it).
@@ -95,14 +141,7 @@ fn decode_list_on<K: DeserializeOwned + Send>(
     let mut encoded: Vec<&[u8]> = Vec::new();
     Reader::new(u.raw).for_each(|number, value| {
         match number {
-            1 => Reader::new(value.bytes()?).for_each(|n, v| {
-                match n {
-                    2 => page.resource_version = v.str()?.to_owned(),
-                    3 if !v.is_zero() => page.continue_token = Some(v.str()?.to_owned()),
-                    _ => {}
-                }
-                Ok(())
-            })?,
+            1 => (page.resource_version, page.continue_token) = list_meta(value.bytes()?)?,
             2 => encoded.push(value.bytes()?),
             _ => {}
         }
@@ -115,9 +154,7 @@ fn decode_list_on<K: DeserializeOwned + Send>(
     let parts = in_parts(&encoded, threads, |first, items| -> Result<Vec<K>, ProtoError> {
         let mut out = Vec::with_capacity(items.len());
         for (i, bytes) in items.iter().enumerate() {
-            let item = K::deserialize(MessageDeserializer { message: item, bytes, type_meta: None })
-                .map_err(|e| e.within(&format!("{}.items[{}]", u.kind, first + i)))?;
-            out.push(item);
+            out.push(decode_item(item, u.kind, first + i, bytes)?);
         }
         Ok(out)
     });

@@ -17,13 +17,12 @@ pub(crate) mod offered;
 pub mod descriptor;
 pub mod envelope;
 mod timestamp;
-mod wire;
+pub(crate) mod wire;
 
 use std::fmt;
 
 pub use descriptor::{Field, Kind, Message};
 pub use envelope::{CONTENT_TYPE, decode_list, decode_object, decode_watch_event, decode_watch_events};
-pub(crate) use envelope::decode_list_then;
 
 /// An error decoding protobuf: what was wrong, and the field path where.
 #[derive(Debug, Clone, PartialEq, Eq)]

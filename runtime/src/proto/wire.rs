@@ -103,6 +103,57 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Where the field at the front of some bytes lies: its number and wire type, the bytes of
+/// its key (and length, for a length-delimited field), and the bytes of its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FieldSpan {
+    pub(crate) number: u32,
+    pub(crate) wire_type: u8,
+    pub(crate) header: usize,
+    pub(crate) value: usize,
+}
+
+impl FieldSpan {
+    /// Bytes of the whole field.
+    pub(crate) fn len(&self) -> usize {
+        self.header + self.value
+    }
+}
+
+/// Where the field `buf` starts with lies, as far as its key and length tell (its value may
+/// not have arrived); `Ok(None)` while `buf` ends within its key or length (or, for a varint
+/// field, within its value).
+pub(crate) fn field_span(buf: &[u8]) -> Result<Option<FieldSpan>, ProtoError> {
+    /// Bytes of the varint `buf` starts with, `None` if `buf` ends within it.
+    fn varint_len(buf: &[u8]) -> Result<Option<usize>, ProtoError> {
+        match buf.iter().take(10).position(|&b| b < 0x80) {
+            Some(last) => Ok(Some(last + 1)),
+            None if buf.len() < 10 => Ok(None),
+            None => Err(ProtoError::new("truncated or overlong varint")),
+        }
+    }
+    let Some(key_len) = varint_len(buf)? else { return Ok(None) };
+    let (number, wire_type) = Reader::new(&buf[..key_len]).key()?;
+    let rest = &buf[key_len..];
+    let (header, value) = match wire_type {
+        VARINT => match varint_len(rest)? {
+            Some(n) => (key_len, n),
+            None => return Ok(None),
+        },
+        FIXED64 => (key_len, 8),
+        FIXED32 => (key_len, 4),
+        LEN => match varint_len(rest)? {
+            Some(n) => {
+                let len = Reader::new(&rest[..n]).varint()?;
+                (key_len + n, usize::try_from(len).map_err(|_| ProtoError::new("length out of range"))?)
+            }
+            None => return Ok(None),
+        },
+        other => return Err(ProtoError::new(format!("unsupported wire type {other}"))),
+    };
+    Ok(Some(FieldSpan { number, wire_type, header, value }))
+}
+
 impl<'a> Value<'a> {
     pub(crate) fn bytes(self) -> Result<&'a [u8], ProtoError> {
         match self {
@@ -148,6 +199,20 @@ mod tests {
         assert_eq!(r.key().unwrap(), (3, FIXED32));
         assert!(matches!(r.value(FIXED32).unwrap(), Value::Fixed(7)));
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn a_field_spans_its_key_length_and_value_and_is_not_yet_known_while_they_are_cut_short() {
+        // field 1 varint 300, field 2 of 200 bytes (a two-byte length), field 3 fixed32
+        let buf = [0x08, 0xac, 0x02, 0x12, 0xc8, 0x01, b'h'];
+        assert_eq!(field_span(&buf).unwrap(), Some(FieldSpan { number: 1, wire_type: VARINT, header: 1, value: 2 }));
+        assert_eq!(field_span(&buf[3..]).unwrap(), Some(FieldSpan { number: 2, wire_type: LEN, header: 3, value: 200 }));
+        assert_eq!(field_span(&[0x1d]).unwrap(), Some(FieldSpan { number: 3, wire_type: FIXED32, header: 1, value: 4 }));
+        for cut in [&buf[..0], &buf[..1], &buf[..2], &buf[3..4], &buf[3..5]] {
+            assert_eq!(field_span(cut).unwrap(), None, "{cut:?}");
+        }
+        assert!(field_span(&[0x0b]).is_err(), "wire type 3");
+        assert!(field_span(&[0x80; 10]).is_err(), "overlong key");
     }
 
     #[test]
