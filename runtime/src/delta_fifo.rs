@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Backlog, Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
+use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
 
 struct State<K> {
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
@@ -32,6 +32,7 @@ struct State<K> {
 pub struct DeltaFifo<K> {
     state: Mutex<State<K>>,
     notify: Notify,
+    drains: Drains,
     known: Arc<Indexer<K>>,
 }
 
@@ -46,6 +47,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 closed: false,
             }),
             notify: Notify::new(),
+            drains: Drains::default(),
             known,
         }
     }
@@ -187,7 +189,16 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
             st.items.release_drained();
             Some(Popped { deltas, is_in_initial_list: st.population.on_pop() })
         };
-        pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await
+        let popped = pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await;
+        self.drains.popped();
+        popped
+    }
+
+    fn drained_to(&self, n: usize) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.drains.wait(move || {
+            let st = self.state.lock();
+            st.closed || st.order.len() <= n
+        })
     }
 
     fn has_synced(&self) -> bool {
@@ -209,6 +220,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         drop(st);
         self.notify.notify_waiters();
         self.notify.notify_one();
+        self.drains.popped();
     }
 }
 

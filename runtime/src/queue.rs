@@ -5,10 +5,12 @@
 //! so a relist's deletion detection never misses an object that is between the queue and
 //! the store.
 //!
-//! A relist is written incrementally: [`Queue::replace_items`] for each page, or each batch
-//! of WatchList objects, as they arrive (or [`Queue::replace_item`] one by one), then
-//! [`Queue::replace_finish`] with the set of keys seen. No second copy of the listed objects
-//! is ever buffered; only their keys are (and a batch's references until it is queued). A
+//! A relist is written incrementally: [`Queue::replace_items`] for each part of a page, or
+//! each batch of WatchList objects, as they arrive (or [`Queue::replace_item`] one by one),
+//! then [`Queue::replace_finish`] with the set of keys seen; a list waits
+//! ([`Queue::drained_to`]) for the informer to pop what is queued before it queues more. No
+//! second copy of the listed objects is ever buffered; only their keys are (and a batch's
+//! references until it is queued). A
 //! relist that begins when the queue and the store are empty (an informer's first sync:
 //! [`Queue::knows_nothing`]) keeps not even those: it ends with
 //! [`Queue::replace_finish_from_empty`] and the few keys it queued and then saw deleted.
@@ -27,7 +29,7 @@
 //!   was true is `replace_finish` with every key that relist queued except `unlisted`:
 //!   each key in `unlisted` whose last known state is present gets that tombstone.
 //! - `close` wakes every pending pop; every pop after it returns `None` at once, and
-//!   what was still queued is dropped.
+//!   what was still queued is dropped. It also ends every wait of `drained_to`.
 //! - A queue that a pop empties keeps room for about [`DRAINED_CAPACITY`] entries (a map
 //!   rounds up to its buckets): the backlog of a list or of a burst of events is not kept
 //!   allocated after it drained.
@@ -92,6 +94,13 @@ pub trait Queue<K>: Send + Sync {
     fn synced_notify(&self) -> Arc<Notify>;
     /// Number of queued batches (keys for the DeltaFIFO, deltas for the in-order FIFO).
     fn len(&self) -> usize;
+    /// Waits until at most `n` batches are queued, or the queue is closed (a reflector waits
+    /// so before it queues more of a list). A queue that does not say when it is popped
+    /// (the default) does not wait.
+    fn drained_to(&self, n: usize) -> impl std::future::Future<Output = ()> + Send + '_ {
+        _ = n;
+        std::future::ready(())
+    }
     /// True when nothing is queued.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -194,6 +203,37 @@ pub(crate) async fn wait_until(notify: &Notify, done: impl Fn() -> bool) {
             return;
         }
         notified.await;
+    }
+}
+
+/// The waits of [`Queue::drained_to`] on one queue: woken after a pop, or at close, only
+/// while one is waiting (a pop then costs one atomic load).
+#[derive(Debug, Default)]
+pub(crate) struct Drains {
+    waiting: std::sync::atomic::AtomicUsize,
+    popped: Notify,
+}
+
+impl Drains {
+    /// Waits until `done()` (read under the queue's lock) is true, looking again after each
+    /// pop. The waiter is counted before it first looks, so a pop after that look wakes it.
+    pub(crate) async fn wait(&self, done: impl Fn() -> bool) {
+        struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        self.waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _counted = Counted(&self.waiting);
+        wait_until(&self.popped, done).await;
+    }
+
+    /// After a pop (its lock released) or a close: wakes the waiters, if any.
+    pub(crate) fn popped(&self) {
+        if self.waiting.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            self.popped.notify_waiters();
+        }
     }
 }
 

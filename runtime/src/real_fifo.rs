@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Backlog, Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
+use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
@@ -32,6 +32,7 @@ struct State<K> {
 pub struct InOrderFifo<K> {
     state: Mutex<State<K>>,
     notify: Notify,
+    drains: Drains,
     known: Arc<Indexer<K>>,
 }
 
@@ -41,6 +42,7 @@ impl<K: Resource + Send + Sync + 'static> InOrderFifo<K> {
         InOrderFifo {
             state: Mutex::new(State { items: VecDeque::new(), population: Population::default(), closed: false }),
             notify: Notify::new(),
+            drains: Drains::default(),
             known,
         }
     }
@@ -151,7 +153,16 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
             st.items.release_drained();
             Some(Popped { deltas: vec![delta], is_in_initial_list: st.population.on_pop() })
         };
-        pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await
+        let popped = pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await;
+        self.drains.popped();
+        popped
+    }
+
+    fn drained_to(&self, n: usize) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.drains.wait(move || {
+            let st = self.state.lock();
+            st.closed || st.items.len() <= n
+        })
     }
 
     fn has_synced(&self) -> bool {
@@ -172,6 +183,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
         drop(st);
         self.notify.notify_waiters();
         self.notify.notify_one();
+        self.drains.popped();
     }
 }
 

@@ -8,11 +8,14 @@
 //!   version". A watch that fails with 410 relists at the last synced resourceVersion
 //!   first: a list at a resourceVersion already means "at least as new as".
 //! - Lists are paged (`page_size`, 500 by default); each part of a page is written to the
-//!   queue as it arrives ([`ListerWatcher::list_in_parts`]), and only the keys of the listed
-//!   objects are kept until the list ends, so a relist never holds a second copy of the
-//!   objects. The next page is asked for as soon as a page's continue token is known, and
-//!   its first parts may decode while this page's last are queued. A continue token that
-//!   expires mid-list falls back to one unpaged list at the same resourceVersion.
+//!   queue as it arrives ([`ListerWatcher::list_in_parts`]), once the queue holds at most
+//!   [`MAX_QUEUED_AHEAD`] batches, and only the keys of the listed objects are kept until
+//!   the list ends: a relist holds beside the cache only the new objects not yet applied
+//!   (at most those batches and a part) and those of one page being decoded, never a
+//!   second copy. The next page is asked for once a page's parts are queued (the
+//!   lister-watcher may fetch it ahead meanwhile, as `KubeListerWatcher` does). A continue
+//!   token that expires mid-list falls back to one unpaged list at the same
+//!   resourceVersion.
 //! - Watches ask for bookmarks and time out server-side after a random 5–10 minutes; the
 //!   client gives up on a watch that stays silent for longer than that plus a margin.
 //! - With WatchList ([`WatchListMode`]), the initial state is streamed by a watch with
@@ -160,6 +163,11 @@ enum Round {
     Relist,
 }
 
+/// Most batches a list leaves queued before it queues more (it waits for the informer to
+/// apply them): on a relist, the new objects decoded and not yet applied, beside the
+/// objects they replace, are at most these and the parts being decoded.
+const MAX_QUEUED_AHEAD: usize = 256;
+
 /// What a relist in progress has listed, for ending it.
 enum Listed {
     /// Every key listed and not deleted since: for [`Queue::replace_finish`].
@@ -291,10 +299,13 @@ where
         if rv.is_empty() { "0".to_string() } else { rv }
     }
 
-    /// Hands each part of `page` to the queue as it arrives.
+    /// Hands each part of `page` to the queue as it arrives, once the queue holds at most
+    /// [`MAX_QUEUED_AHEAD`] batches.
     async fn queue_parts(&self, page: &mut PageInParts<K>, listed: &mut Listed) -> Result<(), Error> {
         while let Some(part) = page.next_part().await {
-            self.queue_part(part?, listed);
+            let part = part?;
+            self.queue.drained_to(MAX_QUEUED_AHEAD).await;
+            self.queue_part(part, listed);
         }
         Ok(())
     }
@@ -432,14 +443,8 @@ where
                 resource_version: Some(rv.clone()),
                 resource_version_match: None,
             };
-            // The next page's list, asked for while this page's objects were being queued.
-            let mut next: Option<Result<PageInParts<K>, Error>> = None;
             loop {
-                let listed_page = match next.take() {
-                    Some(result) => result,
-                    None => self.lw.list_in_parts(&opts).await,
-                };
-                let mut page = match listed_page {
+                let mut page = match self.lw.list_in_parts(&opts).await {
                     Ok(p) => p,
                     Err(e) if e.is_expired() && opts.continue_token.is_some() => {
                         // The continue token expired: one unpaged list at the same version.
@@ -458,17 +463,12 @@ where
                     }
                     Err(e) => return Err(e),
                 };
+                // The next page is asked for once this page's parts are queued: the
+                // lister-watcher may fetch it ahead, but one page decodes at a time.
+                self.queue_parts(&mut page, &mut listed).await?;
                 match page.continue_token.take() {
-                    Some(token) => {
-                        // The next page is asked for first (polled before this page's
-                        // parts), so its fetch and decode run while this page is queued.
-                        opts.continue_token = Some(token);
-                        let (next_page, queued) = futures::future::join(self.lw.list_in_parts(&opts), self.queue_parts(&mut page, &mut listed)).await;
-                        queued?;
-                        next = Some(next_page);
-                    }
+                    Some(token) => opts.continue_token = Some(token),
                     None => {
-                        self.queue_parts(&mut page, &mut listed).await?;
                         listed.finish(&*self.queue);
                         self.state.set_rv(&page.resource_version);
                         self.rv_unavailable = false;

@@ -286,3 +286,61 @@ async fn an_empty_first_relist_from_empty_is_synced_at_once() {
     q.replace_finish_from_empty(&KeySet::default());
     assert!(q.has_synced());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drained_to_waits_for_pops_down_to_its_bound_or_for_close() {
+    for delta_fifo in [false, true] {
+        let store = Arc::new(Indexer::new());
+        let q: Arc<dyn QueueOf> = if delta_fifo { Arc::new(DeltaFifo::new(store)) } else { Arc::new(InOrderFifo::new(store)) };
+        for i in 0..10 {
+            q.push(arc("ns", &format!("cm{i}"), "1"));
+        }
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move { q.drained_to_boxed(7).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished(), "10 queued, waiting for 7 ({delta_fifo})");
+        q.pop_one().await;
+        q.pop_one().await;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished(), "8 queued ({delta_fifo})");
+        q.pop_one().await;
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await.expect("woken at 7").unwrap();
+        // Already at or below the bound: no wait; a closed queue ends the wait.
+        tokio::time::timeout(std::time::Duration::from_secs(5), q.drained_to_boxed(7)).await.unwrap();
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move { q.drained_to_boxed(0).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        q.shut();
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await.expect("woken by close").unwrap();
+    }
+}
+
+/// Either queue behind one object-safe face, for the test above.
+trait QueueOf: Send + Sync {
+    fn push(&self, obj: Arc<ConfigMap>);
+    fn shut(&self);
+    fn pop_one(&self) -> futures::future::BoxFuture<'_, ()>;
+    fn drained_to_boxed(&self, n: usize) -> futures::future::BoxFuture<'_, ()>;
+}
+
+impl<Q: Queue<ConfigMap>> QueueOf for Q {
+    fn push(&self, obj: Arc<ConfigMap>) {
+        Queue::add(self, obj);
+    }
+    fn shut(&self) {
+        Queue::close(self);
+    }
+    fn pop_one(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.pop(|_| ()).await.expect("queue open");
+        })
+    }
+    fn drained_to_boxed(&self, n: usize) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(self.drained_to(n))
+    }
+}
