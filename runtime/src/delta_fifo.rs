@@ -189,16 +189,11 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
             st.items.release_drained();
             Some(Popped { deltas, is_in_initial_list: st.population.on_pop() })
         };
-        let popped = pop_locked(&self.notify, &self.state, |st| st.closed, take, apply).await;
-        self.drains.popped();
-        popped
+        pop_locked(&self.notify, &self.drains, &self.state, |st| st.closed, take, apply).await
     }
 
     fn drained_to(&self, n: usize) -> impl std::future::Future<Output = ()> + Send + '_ {
-        self.drains.wait(move || {
-            let st = self.state.lock();
-            st.closed || st.order.len() <= n
-        })
+        self.drains.wait(&self.state, move |st| st.closed || st.order.len() <= n)
     }
 
     fn has_synced(&self) -> bool {

@@ -171,6 +171,7 @@ pub(crate) mod test_support {
 /// wait is not missed.
 pub(crate) async fn pop_locked<S, K, R>(
     notify: &tokio::sync::Notify,
+    drains: &Drains,
     state: &parking_lot::Mutex<S>,
     closed: impl Fn(&S) -> bool,
     mut take: impl FnMut(&mut S) -> Option<Popped<K>>,
@@ -184,7 +185,10 @@ pub(crate) async fn pop_locked<S, K, R>(
                 return None;
             }
             if let Some(popped) = take(&mut st) {
-                return Some(apply(popped));
+                let applied = apply(popped);
+                drop(st);
+                drains.popped();
+                return Some(applied);
             }
         }
         notified.await;
@@ -215,9 +219,10 @@ pub(crate) struct Drains {
 }
 
 impl Drains {
-    /// Waits until `done()` (read under the queue's lock) is true, looking again after each
-    /// pop. The waiter is counted before it first looks, so a pop after that look wakes it.
-    pub(crate) async fn wait(&self, done: impl Fn() -> bool) {
+    /// Waits until `done(state)` (read under the queue's lock) is true, looking again after
+    /// each pop. The waiter is counted before it first looks, so a pop after that look wakes
+    /// it.
+    pub(crate) async fn wait<S>(&self, state: &parking_lot::Mutex<S>, done: impl Fn(&S) -> bool) {
         struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
         impl Drop for Counted<'_> {
             fn drop(&mut self) {
@@ -226,7 +231,7 @@ impl Drains {
         }
         self.waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let _counted = Counted(&self.waiting);
-        wait_until(&self.popped, done).await;
+        wait_until(&self.popped, || done(&state.lock())).await;
     }
 
     /// After a pop (its lock released) or a close: wakes the waiters, if any.
