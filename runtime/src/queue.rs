@@ -10,10 +10,10 @@
 //! then [`Queue::replace_finish`] with the set of keys seen; a list waits
 //! ([`Queue::drained_to`]) for the informer to pop what is queued before it queues more. No
 //! second copy of the listed objects is ever buffered; only their keys are (and a batch's
-//! references until it is queued). A
-//! relist that begins when the queue and the store are empty (an informer's first sync:
-//! [`Queue::knows_nothing`]) keeps not even those: it ends with
-//! [`Queue::replace_finish_from_empty`] and the few keys it queued and then saw deleted.
+//! references until it is queued). A relist that begins when the queue and the store are
+//! empty (an informer's first sync: [`Queue::knows_nothing`]) keeps not even those: it ends
+//! with [`Queue::replace_finish_from_empty`] and the few keys it queued and then saw
+//! deleted.
 //!
 //! Invariants of every implementation:
 //! - `has_synced` is false until the first `replace_finish` (or a direct add/update/delete)

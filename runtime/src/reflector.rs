@@ -9,7 +9,7 @@
 //!   first: a list at a resourceVersion already means "at least as new as".
 //! - Lists are paged (`page_size`, 500 by default); each part of a page is written to the
 //!   queue as it arrives ([`ListerWatcher::list_in_parts`]), once the queue holds at most
-//!   [`MAX_QUEUED_AHEAD`] batches, and only the keys of the listed objects are kept until
+//!   256 batches (`MAX_QUEUED_AHEAD`), and only the keys of the listed objects are kept until
 //!   the list ends: a relist holds beside the cache only the new objects not yet applied
 //!   (at most those batches and a part) and those of one page being decoded, never a
 //!   second copy. The next page is asked for once a page's parts are queued (the
