@@ -141,8 +141,6 @@ struct Pieces<'a, K> {
     /// Items handed over so far.
     handed_over: usize,
     in_flight: InFlight<Decoded<K>>,
-    /// Buffers of decoded pieces, for the next pieces.
-    spare: Vec<Vec<u8>>,
     piece_bytes: usize,
 }
 
@@ -163,7 +161,7 @@ struct Decoded<K> {
 
 impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
     fn new(out: &'a PageOut<K>, piece_bytes: usize) -> Self {
-        Pieces { out, handed_over: 0, in_flight: InFlight::new(), spare: Vec::new(), piece_bytes }
+        Pieces { out, handed_over: 0, in_flight: InFlight::new(), piece_bytes }
     }
 
     /// Decodes the items array whose bytes start with `pending` (from its `[` on) and go on
@@ -186,7 +184,7 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
                         break;
                     };
                     let comma = search_from + found + 1;
-                    let after = self.array_of(&pending[comma + 1..]);
+                    let after = self.in_flight.buffer(b"[", &pending[comma + 1..]);
                     let mut piece = std::mem::replace(&mut pending, after);
                     piece.truncate(comma);
                     piece.push(b']');
@@ -229,21 +227,12 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
         }
     }
 
-    /// `[` and `bytes` in a spare buffer.
-    fn array_of(&mut self, bytes: &[u8]) -> Vec<u8> {
-        let mut array = self.spare.pop().unwrap_or_default();
-        array.clear();
-        array.push(b'[');
-        array.extend_from_slice(bytes);
-        array
-    }
-
     /// Starts decoding `array` on the blocking pool, first waiting for the oldest piece
     /// when the most are being decoded; returns the bytes from the first piece that did not
     /// decode on (see [`Pieces::failed_from`]), if one did not.
     async fn start(&mut self, array: Vec<u8>) -> Result<Option<Vec<u8>>, Error> {
-        while self.in_flight.is_full() {
-            if let Some(failed) = self.next_done().await? {
+        while let Some(decoded) = self.in_flight.oldest_when_full().await {
+            if let Some(failed) = self.done(decoded?).await {
                 return Ok(Some(self.failed_from(failed, Some(array)).await?));
             }
         }
@@ -297,7 +286,7 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
         match decoded.items {
             Some(items) => {
                 self.hand_over(items).await;
-                self.spare.push(decoded.array);
+                self.in_flight.give_back(decoded.array);
                 None
             }
             None => Some(decoded),

@@ -146,9 +146,11 @@ impl<T> Future for CancelledOnDrop<T> {
     }
 }
 
-/// Pieces of a page being decoded on the blocking pool, oldest first.
+/// Pieces of a page being decoded on the blocking pool, oldest first, and the buffers of
+/// pieces decoded, for the next pieces (so a page's decode allocates its buffers once).
 pub(crate) struct InFlight<T> {
     tasks: VecDeque<tokio::task::JoinHandle<T>>,
+    spare: Vec<Vec<u8>>,
 }
 
 /// What came first: the body's next chunk, its end, or the oldest piece's decode.
@@ -160,16 +162,34 @@ pub(crate) enum Arrived<T> {
 
 impl<T: Send + 'static> InFlight<T> {
     pub(crate) fn new() -> Self {
-        InFlight { tasks: VecDeque::new() }
+        InFlight { tasks: VecDeque::new(), spare: Vec::new() }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.tasks.is_empty()
     }
 
-    /// Whether [`max_pieces_in_flight`] are being decoded.
-    pub(crate) fn is_full(&self) -> bool {
-        self.tasks.len() >= max_pieces_in_flight()
+    /// `lead` then `bytes`, in a buffer given back by a decoded piece if one waits.
+    pub(crate) fn buffer(&mut self, lead: &[u8], bytes: &[u8]) -> Vec<u8> {
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        buffer.clear();
+        buffer.extend_from_slice(lead);
+        buffer.extend_from_slice(bytes);
+        buffer
+    }
+
+    /// Keeps a decoded piece's buffer for a next piece.
+    pub(crate) fn give_back(&mut self, buffer: Vec<u8>) {
+        self.spare.push(buffer);
+    }
+
+    /// While [`max_pieces_in_flight`] are being decoded, waits for the oldest and returns
+    /// it, to be dealt with before another starts; `None` once one more may start.
+    pub(crate) async fn oldest_when_full(&mut self) -> Option<Result<T, Error>> {
+        if self.tasks.len() < max_pieces_in_flight() {
+            return None;
+        }
+        self.oldest().await
     }
 
     /// Starts `decode` on the blocking pool, after the pieces started before it.

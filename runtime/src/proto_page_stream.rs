@@ -89,7 +89,7 @@ where
     on_continue(head.continue_token.as_deref());
     out.head(head.resource_version, head.continue_token);
     pending.drain(..head.items_at);
-    let pieces = Pieces { out, item, kind: head.kind.into(), cut_items: 0, in_flight: InFlight::new(), spare: Vec::new(), piece_bytes };
+    let pieces = Pieces { out, item, kind: head.kind.into(), cut_items: 0, in_flight: InFlight::new(), piece_bytes };
     pieces.decode(pending, head.list_end - head.items_at, chunks).await
 }
 
@@ -179,8 +179,6 @@ struct Pieces<'a, K> {
     /// Items in the pieces cut so far.
     cut_items: usize,
     in_flight: InFlight<Decoded<K>>,
-    /// Buffers of decoded pieces, for the next pieces.
-    spare: Vec<Vec<u8>>,
     piece_bytes: usize,
 }
 
@@ -199,7 +197,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<'_, K> {
                 }
                 framed += span.len();
                 if framed >= self.piece_bytes {
-                    let rest = self.buffer_of(&pending[framed..]);
+                    let rest = self.in_flight.buffer(&[], &pending[framed..]);
                     let mut piece = std::mem::replace(&mut pending, rest);
                     piece.truncate(framed);
                     left -= framed;
@@ -236,21 +234,11 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<'_, K> {
         Ok(())
     }
 
-    /// `bytes` in a spare buffer.
-    fn buffer_of(&mut self, bytes: &[u8]) -> Vec<u8> {
-        let mut buffer = self.spare.pop().unwrap_or_default();
-        buffer.clear();
-        buffer.extend_from_slice(bytes);
-        buffer
-    }
-
     /// Starts decoding `piece` (whole fields, `items` of them items) on the blocking pool,
     /// first waiting for the oldest piece when the most are being decoded.
     async fn start(&mut self, piece: Vec<u8>, items: usize) -> Result<(), Error> {
-        while self.in_flight.is_full() {
-            if let Some(decoded) = self.in_flight.oldest().await {
-                self.done(decoded?).await?;
-            }
+        while let Some(decoded) = self.in_flight.oldest_when_full().await {
+            self.done(decoded?).await?;
         }
         let (item, kind, first) = (self.item, self.kind.clone(), self.cut_items);
         self.cut_items += items;
@@ -262,7 +250,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<'_, K> {
     async fn done(&mut self, (items, buffer): Decoded<K>) -> Result<(), Error> {
         let items = items.map_err(decode_error)?;
         self.out.part(items).await;
-        self.spare.push(buffer);
+        self.in_flight.give_back(buffer);
         Ok(())
     }
 }
