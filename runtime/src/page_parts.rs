@@ -29,7 +29,7 @@ pub(crate) type Chunks = BoxStream<'static, Result<Bytes, Error>>;
 /// Bytes of items a piece holds before it is cut (at the end of the item those bytes end
 /// in): enough that a blocking task's start is small beside its decode, few beside a page
 /// (500 Pods of ≈8 KB). With the pieces in flight they are what a page's decode holds:
-/// 64 KB held 1,000 Pods' relist to 1.22 × the steady heap (128 KB: 1.33) for 2–3% more
+/// 64 KB held 1,000 Pods' relist to 1.22 × the steady heap (128 KB: 1.33) for 2–6% more
 /// sync time (32 KB: 1.18, for 12% more).
 pub(crate) const PIECE_BYTES: usize = 64 << 10;
 
