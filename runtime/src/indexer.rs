@@ -15,14 +15,19 @@
 //!   read from `metadata.namespace` without allocating, and a write that keeps an object's
 //!   namespace (every update under one key, in practice) leaves it untouched.
 //! - All methods take `&self`; writes hold a write lock for the duration of one change.
+//! - A read taken on a thread that holds an [`IndexerView`] (of any store) never waits for a
+//!   waiting writer: it would wait for a writer that waits for the view, forever. Other reads
+//!   queue behind a waiting writer, so writers are not starved by a stream of readers.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use kube_core::Resource;
-use parking_lot::RwLock;
+use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::item_map::ItemMap;
 use crate::key::{FastMap, FastSet, ObjectKey};
@@ -121,9 +126,89 @@ pub struct Indexer<K> {
     inner: RwLock<Inner<K>>,
 }
 
+thread_local! {
+    /// How many [`IndexerView`]s this thread holds.
+    static VIEWS_HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Counts one view in [`VIEWS_HELD`] while it lives. Not `Send`, so the view that holds it
+/// is dropped on the thread that counted it.
+struct ViewCounted(PhantomData<*const ()>);
+
+impl ViewCounted {
+    fn new() -> Self {
+        VIEWS_HELD.with(|n| n.set(n.get() + 1));
+        ViewCounted(PhantomData)
+    }
+}
+
+impl Drop for ViewCounted {
+    fn drop(&mut self) {
+        VIEWS_HELD.with(|n| n.set(n.get() - 1));
+    }
+}
+
+/// A read view of an [`Indexer`]: its lookups return objects borrowed from the store
+/// (`&Arc<K>`), touching no reference count, for as long as the view lives.
+///
+/// The view holds the store's read lock: the informer's writes wait until it is dropped,
+/// so hold one for a batch of reads, not across an `.await` (it is not `Send`, so a future
+/// that must be `Send` cannot hold it). Reads on the same thread while it lives do not
+/// wait (see the module's invariants); a write on the same thread would wait for ever.
+pub struct IndexerView<'a, K> {
+    inner: RwLockReadGuard<'a, Inner<K>>,
+    _counted: ViewCounted,
+}
+
+impl<K> fmt::Debug for IndexerView<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexerView").field("len", &self.inner.items.len()).finish()
+    }
+}
+
+impl<'a, K> IndexerView<'a, K> {
+    /// The object under `key`.
+    pub fn get(&self, key: &str) -> Option<&Arc<K>> {
+        self.inner.items.get(key)
+    }
+
+    /// The object called `name` in `namespace` (`None` for cluster-scoped).
+    pub fn get_by_name(&self, namespace: Option<&str>, name: &str) -> Option<&Arc<K>> {
+        self.inner.items.get_by_name(namespace, name)
+    }
+
+    /// Number of objects.
+    pub fn len(&self) -> usize {
+        self.inner.items.len()
+    }
+
+    /// True when no object is stored.
+    pub fn is_empty(&self) -> bool {
+        self.inner.items.is_empty()
+    }
+
+    /// Every (key, object) pair, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<K>)> {
+        self.inner.items.iter()
+    }
+
+    /// Calls `f` on each object indexed under `value` in `index_name`, with its key.
+    pub fn for_each_in_index<'v>(&'v self, index_name: &str, value: &str, mut f: impl FnMut(&'v ObjectKey, &'v Arc<K>)) -> Result<(), IndexError> {
+        let inner = &*self.inner;
+        if let Some(set) = inner.index_named(index_name)?.get(value) {
+            for k in set {
+                if let Some(o) = inner.items.get(k.0.as_str()) {
+                    f(&k.0, o);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<K> fmt::Debug for Indexer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = self.inner.read();
+        let inner = self.read_lock();
         f.debug_struct("Indexer")
             .field("len", &inner.items.len())
             .field("indexers", &index_names(&inner))
@@ -153,6 +238,18 @@ impl<K: Resource + Send + Sync + 'static> Indexer<K> {
 }
 
 impl<K> Indexer<K> {
+    /// A read view of the store; see [`IndexerView`].
+    pub fn read(&self) -> IndexerView<'_, K> {
+        let inner = self.read_lock();
+        IndexerView { inner, _counted: ViewCounted::new() }
+    }
+
+    /// The read lock, taken without waiting for a waiting writer when this thread holds a
+    /// view (see the module's invariants).
+    fn read_lock(&self) -> RwLockReadGuard<'_, Inner<K>> {
+        if VIEWS_HELD.with(Cell::get) == 0 { self.inner.read() } else { self.inner.read_recursive() }
+    }
+
     /// Inserts or replaces the object under `key`; returns the object it replaced.
     pub fn upsert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
@@ -179,48 +276,49 @@ impl<K> Indexer<K> {
 
     /// The object under `key`.
     pub fn get(&self, key: &str) -> Option<Arc<K>> {
-        self.inner.read().items.get(key).cloned()
+        self.read_lock().items.get(key).cloned()
     }
 
     /// The object called `name` in `namespace` (`None` for cluster-scoped), without
     /// allocating its key.
     pub fn get_by_name(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        self.inner.read().items.get_by_name(namespace, name).cloned()
+        self.read_lock().items.get_by_name(namespace, name).cloned()
     }
 
     /// Whether an object is stored under `key`.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.inner.read().items.contains_key(key)
+        self.read_lock().items.contains_key(key)
     }
 
     /// Every object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.inner.read().items.iter().map(|(_, v)| v.clone()).collect()
+        self.read_lock().items.iter().map(|(_, v)| v.clone()).collect()
     }
 
     /// Every key, in no particular order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.read().items.iter().map(|(k, _)| k.clone()).collect()
+        self.read_lock().items.iter().map(|(k, _)| k.clone()).collect()
     }
 
     /// Every (key, object) pair, in no particular order.
     pub fn entries(&self) -> Vec<(ObjectKey, Arc<K>)> {
-        self.inner.read().items.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.read_lock().items.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// Number of objects.
     pub fn len(&self) -> usize {
-        self.inner.read().items.len()
+        self.read_lock().items.len()
     }
 
     /// True when no object is stored.
     pub fn is_empty(&self) -> bool {
-        self.inner.read().items.is_empty()
+        self.read_lock().items.is_empty()
     }
 
     /// Calls `f` on every object under the read lock, without collecting them.
     pub fn for_each(&self, mut f: impl FnMut(&ObjectKey, &Arc<K>)) {
-        for (k, v) in self.inner.read().items.iter() {
+        // Through a view, so that reads `f` makes on this thread never wait for a writer.
+        for (k, v) in self.read().iter() {
             f(k, v);
         }
     }
@@ -246,12 +344,12 @@ impl<K> Indexer<K> {
 
     /// Names of the indices, sorted.
     pub fn index_names(&self) -> Vec<String> {
-        index_names(&self.inner.read())
+        index_names(&self.read_lock())
     }
 
     /// Objects that share at least one value of index `index_name` with `obj`.
     pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexError> {
-        let inner = self.inner.read();
+        let inner = self.read_lock();
         let index = inner.index_named(index_name)?;
         let values = match inner.indexers.get(index_name) {
             Some(f) => f(obj),
@@ -268,38 +366,27 @@ impl<K> Indexer<K> {
 
     /// Objects indexed under `value` in index `index_name`.
     pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexError> {
-        let inner = self.inner.read();
-        let index = inner.index_named(index_name)?;
-        Ok(index
-            .get(value)
-            .map(|set| set.iter().filter_map(|k| inner.items.get(k.0.as_str()).cloned()).collect())
-            .unwrap_or_default())
+        let mut out = Vec::new();
+        self.read().for_each_in_index(index_name, value, |_, o| out.push(o.clone()))?;
+        Ok(out)
     }
 
-    /// Calls `f` on each object indexed under `value` in `index_name`, under the read lock.
-    pub fn for_each_in_index(&self, index_name: &str, value: &str, mut f: impl FnMut(&ObjectKey, &Arc<K>)) -> Result<(), IndexError> {
-        let inner = self.inner.read();
-        let index = inner.index_named(index_name)?;
-        if let Some(set) = index.get(value) {
-            for k in set {
-                if let Some(o) = inner.items.get(k.0.as_str()) {
-                    f(&k.0, o);
-                }
-            }
-        }
-        Ok(())
+    /// Calls `f` on each object indexed under `value` in `index_name`, under the read lock
+    /// (through a view, as [`Indexer::for_each`]).
+    pub fn for_each_in_index(&self, index_name: &str, value: &str, f: impl FnMut(&ObjectKey, &Arc<K>)) -> Result<(), IndexError> {
+        self.read().for_each_in_index(index_name, value, f)
     }
 
     /// Keys indexed under `value` in index `index_name`.
     pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
-        let inner = self.inner.read();
+        let inner = self.read_lock();
         let index = inner.index_named(index_name)?;
         Ok(index.get(value).map(|set| set.iter().map(|k| k.0.clone()).collect()).unwrap_or_default())
     }
 
     /// Every value that at least one object has in index `index_name`.
     pub fn list_index_values(&self, index_name: &str) -> Vec<String> {
-        let inner = self.inner.read();
+        let inner = self.read_lock();
         inner.index_named(index_name).map(|i| i.keys().cloned().collect()).unwrap_or_default()
     }
 }
@@ -364,5 +451,110 @@ fn remove_key(index: &mut Index, value: &str, key: &ObjectKey) {
         if set.is_empty() {
             index.remove(value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn cm(namespace: &str, name: &str) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta { name: Some(name.into()), namespace: Some(namespace.into()), ..Default::default() },
+            ..Default::default()
+        })
+    }
+
+    fn store(objects: &[(&str, &str)]) -> Arc<Indexer<ConfigMap>> {
+        let store = Arc::new(Indexer::new());
+        for (ns, name) in objects {
+            store.upsert(ObjectKey::new(Some(ns), name), cm(ns, name));
+        }
+        store
+    }
+
+    #[test]
+    fn a_view_borrows_what_the_store_returns() {
+        let store = store(&[("a", "x"), ("a", "y"), ("b", "x")]);
+        let view = store.read();
+        assert_eq!(view.len(), 3);
+        for key in ["a/x", "a/y", "b/x"] {
+            let cloned = store.get(key).unwrap();
+            assert!(Arc::ptr_eq(view.get(key).unwrap(), &cloned), "{key}");
+            let k = ObjectKey::from_string(key);
+            assert!(Arc::ptr_eq(view.get_by_name(k.namespace(), k.name()).unwrap(), &cloned), "{key}");
+        }
+        assert!(view.get("a/z").is_none() && view.get_by_name(Some("c"), "x").is_none());
+        let mut in_a: Vec<&str> = Vec::new();
+        view.for_each_in_index(NAMESPACE_INDEX, "a", |k, _| in_a.push(k.as_str())).unwrap();
+        in_a.sort();
+        assert_eq!(in_a, ["a/x", "a/y"]);
+        let mut in_c = 0;
+        view.for_each_in_index(NAMESPACE_INDEX, "c", |_, _| in_c += 1).unwrap();
+        assert_eq!(in_c, 0);
+        assert!(matches!(view.for_each_in_index("nope", "a", |_, _| ()), Err(IndexError::NoSuchIndex(_))));
+    }
+
+    /// Waits until a writer has claimed `store`'s lock and waits for its readers to leave.
+    fn until_a_writer_waits(store: &Indexer<ConfigMap>) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !store.inner.is_locked_exclusive() {
+            assert!(std::time::Instant::now() < deadline, "no writer came");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A writer that waits for a view blocks later readers, except on the view's own thread:
+    /// there a read would wait for the writer, which waits for the view, for ever.
+    #[test]
+    fn reads_beside_a_view_pass_a_waiting_writer_and_other_reads_queue_behind_it() {
+        let store = store(&[("a", "x")]);
+        let (viewing, view_taken) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let (read, beside_view) = mpsc::channel();
+        let holder = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let view = store.read();
+                viewing.send(()).unwrap();
+                until_a_writer_waits(&store);
+                // Plain reads and a second view, on the thread that holds the first view.
+                let nested = store.read();
+                read.send((store.get("a/x").is_some(), store.len(), nested.len())).unwrap();
+                drop(nested);
+                released.recv().unwrap();
+                drop(view);
+            })
+        };
+        view_taken.recv().unwrap();
+        let writer = {
+            let store = store.clone();
+            std::thread::spawn(move || store.upsert(ObjectKey::new(Some("a"), "y"), cm("a", "y")))
+        };
+        let found = beside_view.recv_timeout(Duration::from_secs(10)).expect("reads beside the view did not wait for the writer");
+        assert_eq!(found, (true, 1, 1), "the writer has not written yet");
+        // Another thread's read queues behind the waiting writer.
+        let (other_read, other_found) = mpsc::channel();
+        let (reading, other_reads) = mpsc::channel();
+        let other = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                reading.send(()).unwrap();
+                other_read.send(store.len()).unwrap()
+            })
+        };
+        other_reads.recv().unwrap();
+        assert!(other_found.recv_timeout(Duration::from_millis(100)).is_err(), "a read on another thread passed the waiting writer");
+        release.send(()).unwrap();
+        holder.join().unwrap();
+        assert!(writer.join().unwrap().is_none());
+        assert_eq!(other_found.recv_timeout(Duration::from_secs(10)).unwrap(), 2, "the write landed before the queued read");
+        other.join().unwrap();
     }
 }

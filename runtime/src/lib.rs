@@ -85,12 +85,12 @@ pub use generic::{
     ResourceRegistry,
 };
 pub use handler::{Event, EventHandler, EventStream, HandlerFn, HandlerOptions, HandlerRegistration};
-pub use indexer::{IndexError, IndexFunc, Indexer, NAMESPACE_INDEX, namespace_index_func};
+pub use indexer::{IndexError, IndexFunc, Indexer, IndexerView, NAMESPACE_INDEX, namespace_index_func};
 pub use informer::{InformerOptions, MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
 pub use key::{KeySet, ObjectKey};
 pub use kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
 pub use labels::{LabelMatcher, Labels, LabelsFn, meta_labels};
-pub use lister::{Lister, NamespaceLister, matches_labels};
+pub use lister::{Lister, ListerView, NamespaceLister, NamespaceListerView, matches_labels};
 pub use lister_watcher::{BoxListerWatcher, ListOptions, ListPage, ListerWatcher, PageInParts, VersionMatch, WatchEvent, WatchOptions, WatchStream};
 pub use queue::{Popped, Queue, QueueMode};
 pub use real_fifo::InOrderFifo;

@@ -680,6 +680,21 @@ async fn listers_answer_from_the_cache() {
     assert_eq!(lister.namespace("a").get("web-1").unwrap().metadata.name.as_deref(), Some("web-1"));
     let err = lister.namespace("a").get("db-1").unwrap_err();
     assert_eq!(err.to_string(), "configmaps \"db-1\" not found");
+    // A read view answers the same, with borrows of the same objects.
+    let view = lister.read();
+    let borrowed = |v: Vec<&Arc<ConfigMap>>| names(v.into_iter().cloned().collect());
+    for s in ["", "app=web,tier!=back", "app in (web,db)", "!app", "tier=back"] {
+        assert_eq!(borrowed(view.list(&sel(s))), names(lister.list(&sel(s))), "{s}");
+        for ns in ["a", "b", "zzz"] {
+            assert_eq!(borrowed(view.namespace(ns).list(&sel(s))), names(lister.namespace(ns).list(&sel(s))), "{ns} {s}");
+        }
+    }
+    assert_eq!(view.len(), 4);
+    let web_1 = view.namespace("a").get("web-1").unwrap();
+    assert!(Arc::ptr_eq(web_1, &lister.namespace("a").get("web-1").unwrap()));
+    assert_eq!(view.namespace("a").get("db-1").unwrap_err().to_string(), "configmaps \"db-1\" not found");
+    assert_eq!(view.get("db-1").unwrap_err().to_string(), "configmaps \"db-1\" not found");
+    drop(view);
     inf.shutdown().await;
 }
 
