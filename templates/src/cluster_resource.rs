@@ -66,6 +66,13 @@ impl KindLister {
         self.inner.get(name)
     }
 
+    /// A read view of the cache, whose lookups and lists borrow the cached
+    /// KIND objects instead of cloning their `Arc`s. It holds the store's read lock: keep
+    /// it for a batch of reads, not across an `.await`.
+    pub fn read(&self) -> ::informer_runtime::ListerView<'_, Object> {
+        self.inner.read()
+    }
+
     /// The untyped-name lister underneath.
     pub fn inner(&self) -> &::informer_runtime::Lister<Object> {
         &self.inner

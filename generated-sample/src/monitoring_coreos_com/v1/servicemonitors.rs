@@ -73,6 +73,12 @@ impl ServiceMonitorLister {
             inner: self.inner.namespace(namespace),
         }
     }
+    /// A read view of the cache, whose lookups and lists borrow the cached
+    /// `ServiceMonitor` objects instead of cloning their `Arc`s. It holds the store's read lock: keep
+    /// it for a batch of reads, not across an `.await`.
+    pub fn read(&self) -> ::informer_runtime::ListerView<'_, Object> {
+        self.inner.read()
+    }
     /// The untyped-name lister underneath.
     pub fn inner(&self) -> &::informer_runtime::Lister<Object> {
         &self.inner

@@ -70,6 +70,12 @@ impl IngressClassLister {
     ) -> ::std::result::Result<::std::sync::Arc<Object>, ::informer_runtime::NotFound> {
         self.inner.get(name)
     }
+    /// A read view of the cache, whose lookups and lists borrow the cached
+    /// `IngressClass` objects instead of cloning their `Arc`s. It holds the store's read lock: keep
+    /// it for a batch of reads, not across an `.await`.
+    pub fn read(&self) -> ::informer_runtime::ListerView<'_, Object> {
+        self.inner.read()
+    }
     /// The untyped-name lister underneath.
     pub fn inner(&self) -> &::informer_runtime::Lister<Object> {
         &self.inner
