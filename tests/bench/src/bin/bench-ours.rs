@@ -310,6 +310,16 @@ fn lister_ops<K>(
     }
     let get_ns = start.elapsed().as_nanos() as f64 / iters as f64;
     assert_eq!(found, iters);
+    let view = lister.read();
+    let start = Instant::now();
+    let mut found = 0usize;
+    for i in 0..iters {
+        let (ns, name) = &keys[(i * 7919) % keys.len()];
+        found += view.namespace(ns).get(name).is_ok() as usize;
+    }
+    let view_get_ns = start.elapsed().as_nanos() as f64 / iters as f64;
+    assert_eq!(found, iters);
+    drop(view);
     let rounds = 2000;
     let start = Instant::now();
     let mut listed = 0;
@@ -336,7 +346,7 @@ fn lister_ops<K>(
     let index_us = start.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     println!(
         "{}",
-        serde_json::json!({"client": name, "get_ns": get_ns, "ns_list_us": ns_list_us, "selector_list_us": selector_us, "index_us": index_us,
+        serde_json::json!({"client": name, "get_ns": get_ns, "view_get_ns": view_get_ns, "ns_list_us": ns_list_us, "selector_list_us": selector_us, "index_us": index_us,
             "ns_items": listed / rounds, "selector_items": selected / (rounds / 10), "index_items": indexed / rounds})
     );
 }
