@@ -283,6 +283,19 @@ fn count_updates<K: informer_runtime::reexports::kube_core::Resource + Send + Sy
     count
 }
 
+/// Nanoseconds per `get` over `iters` lookups of `keys` (namespace, name) in a scattered
+/// order; every key must be found.
+fn time_gets(keys: &[(String, String)], iters: usize, get: impl Fn(&str, &str) -> bool) -> f64 {
+    let start = Instant::now();
+    let mut found = 0usize;
+    for i in 0..iters {
+        let (ns, name) = &keys[(i * 7919) % keys.len()];
+        found += get(ns, name) as usize;
+    }
+    assert_eq!(found, iters);
+    start.elapsed().as_nanos() as f64 / iters as f64
+}
+
 /// Lister operations over the synced Pods, timed in loops; prints one JSON line.
 fn lister_ops<K>(
     name: &str,
@@ -302,23 +315,9 @@ fn lister_ops<K>(
         })
         .collect();
     let iters = 1_000_000;
-    let start = Instant::now();
-    let mut found = 0usize;
-    for i in 0..iters {
-        let (ns, name) = &keys[(i * 7919) % keys.len()];
-        found += lister.namespace(ns).get(name).is_ok() as usize;
-    }
-    let get_ns = start.elapsed().as_nanos() as f64 / iters as f64;
-    assert_eq!(found, iters);
+    let get_ns = time_gets(&keys, iters, |ns, name| lister.namespace(ns).get(name).is_ok());
     let view = lister.read();
-    let start = Instant::now();
-    let mut found = 0usize;
-    for i in 0..iters {
-        let (ns, name) = &keys[(i * 7919) % keys.len()];
-        found += view.namespace(ns).get(name).is_ok() as usize;
-    }
-    let view_get_ns = start.elapsed().as_nanos() as f64 / iters as f64;
-    assert_eq!(found, iters);
+    let view_get_ns = time_gets(&keys, iters, |ns, name| view.namespace(ns).get(name).is_ok());
     drop(view);
     let rounds = 2000;
     let start = Instant::now();
