@@ -11,14 +11,15 @@
 //! store given the joined key, and the store given a key joined on the stack just before
 //! the call. The step from 100 objects (all in cache) to 10,000 and 100,000 is memory
 //! latency, not code; the last column shows what reading back a key just written costs
-//! back-to-back lookups (see `key_hash.rs`).
+//! back-to-back lookups (see `key_hash.rs`). A second table times two scans of the whole
+//! store: a label-selector list and a list of everything through a view.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use informer_runtime::{Indexer, Lister, ObjectKey};
+use informer_runtime::{Indexer, Lister, ObjectKey, Selector, parse_label_selector};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -122,8 +123,24 @@ fn time(n: usize, iters: usize, mut f: impl FnMut(usize) -> bool) -> f64 {
     rounds[2]
 }
 
+/// Microseconds per call of `f`, median of 5 rounds of 20 calls.
+fn time_scan(mut f: impl FnMut() -> usize) -> f64 {
+    let mut rounds: Vec<f64> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..20 {
+                black_box(f());
+            }
+            start.elapsed().as_nanos() as f64 / 20_000.0
+        })
+        .collect();
+    rounds.sort_by(f64::total_cmp);
+    rounds[2]
+}
+
 fn main() {
     let iters = 2_000_000;
+    let mut scans = Vec::new();
     println!("| objects | `lister.namespace(ns).get(name)` | namespace listers reused | `lister.read()`, then `view.namespace(ns).get(name)` | `indexer.get_by_name` | `indexer.get(\"ns/name\")` | `indexer.get` of a key just joined on the stack |");
     println!("|---|---|---|---|---|---|---|");
     for n in [100, 10_000, 100_000] {
@@ -158,5 +175,18 @@ fn main() {
             black_box(lister.indexer().get(std::str::from_utf8(&buf[..len]).expect("UTF-8"))).is_some()
         });
         println!("| {n} | {by_lister:.1} ns | {reused:.1} ns | {viewed:.1} ns | {by_name:.1} ns | {by_key:.1} ns | {joined_before:.1} ns |");
+        let selector = parse_label_selector("app=app-3").expect("a valid selector");
+        let selected = time_scan(|| lister.list(&selector).len());
+        assert_eq!(lister.list(&selector).len(), n / 20, "one object in 20 has app=app-3");
+        let all = time_scan(|| lister.read().list(&Selector::default()).len());
+        scans.push((n, selected, all));
+    }
+    println!();
+    println!("Scans of the whole store, per call:");
+    println!();
+    println!("| objects | `lister.list(app=app-3)` (one in 20) | `lister.read().list(everything)` |");
+    println!("|---|---|---|");
+    for (n, selected, all) in scans {
+        println!("| {n} | {selected:.1} µs | {all:.1} µs |");
     }
 }
