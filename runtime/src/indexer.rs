@@ -4,16 +4,18 @@
 //! Invariants:
 //! - Each object is held once, as an `Arc<K>`; readers get clones of the `Arc`, never of `K`.
 //! - For every index `i`, every object `o` in the store and every value `v` returned by
-//!   `i`'s function on `o`, `o`'s key is in `indices[i][v]`; and nothing else is. Every
-//!   write (add, update, delete, replace, `add_indexers`) keeps this exact, and an empty
-//!   value set is removed so `list_index_values` only names values some object has.
+//!   `i`'s function on `o`, `o`'s key is in `indices[i][v]`, mapped to the same `Arc` the
+//!   items map holds under that key; and nothing else is. Every write (add, update, delete,
+//!   replace, `add_indexers`) keeps this exact, and an empty value set is removed so
+//!   `list_index_values` only names values some object has. So a lookup by index reads its
+//!   objects from the set itself, without looking each key up in the items map.
 //! - The key in an index set is a clone of the key the items map holds for that object (the
 //!   one given when the object was first stored; an update keeps it), so sets compare and hash
 //!   keys by the address of that one allocation: a write hashes a pointer instead of the key's
 //!   bytes, and a growing set never reads key strings again.
 //! - The [`NAMESPACE_INDEX`] is present from construction and cannot be replaced. Its value is
 //!   read from `metadata.namespace` without allocating, and a write that keeps an object's
-//!   namespace (every update under one key, in practice) leaves it untouched.
+//!   namespace (every update under one key, in practice) only swaps the `Arc` in its set.
 //! - All methods take `&self`; writes hold a write lock for the duration of one change.
 //! - A read taken on a thread that holds an [`IndexerView`] (of any store) never waits for a
 //!   waiting writer: it would wait for a writer that waits for the view, forever. Other reads
@@ -78,20 +80,21 @@ impl Hash for HeldKey {
     }
 }
 
-type Index = FastMap<String, FastSet<HeldKey>>;
+/// Index value → the objects indexed under it, by their held key.
+type Index<K> = FastMap<String, FastMap<HeldKey, Arc<K>>>;
 
 struct Inner<K> {
     items: ItemMap<K>,
     /// [`namespace_value`] for `K`, kept here so writes need no `Resource` bound.
     namespace_of: fn(&K) -> &str,
-    by_namespace: Index,
+    by_namespace: Index<K>,
     /// Indices added by `add_indexers`; never [`NAMESPACE_INDEX`].
     indexers: BTreeMap<String, IndexFunc<K>>,
-    indices: HashMap<String, Index>,
+    indices: HashMap<String, Index<K>>,
 }
 
 impl<K> Inner<K> {
-    fn index_named(&self, name: &str) -> Result<&Index, IndexError> {
+    fn index_named(&self, name: &str) -> Result<&Index<K>, IndexError> {
         if name == NAMESPACE_INDEX {
             return Ok(&self.by_namespace);
         }
@@ -103,7 +106,7 @@ impl<K> Inner<K> {
         let Inner { items, namespace_of, by_namespace, indexers, indices } = self;
         by_namespace.clear();
         for (key, obj) in items.iter() {
-            add_key(by_namespace, namespace_of(obj), key);
+            add_key(by_namespace, namespace_of(obj), key, obj);
         }
         for (name, index) in indices.iter_mut() {
             *index = build_index(items, &indexers[name]);
@@ -111,11 +114,11 @@ impl<K> Inner<K> {
     }
 }
 
-fn build_index<K>(items: &ItemMap<K>, f: &IndexFunc<K>) -> Index {
+fn build_index<K>(items: &ItemMap<K>, f: &IndexFunc<K>) -> Index<K> {
     let mut index = Index::default();
     for (key, obj) in items.iter() {
         for v in f(obj) {
-            add_key(&mut index, &v, key);
+            add_key(&mut index, &v, key, obj);
         }
     }
     index
@@ -196,10 +199,8 @@ impl<'a, K> IndexerView<'a, K> {
     pub fn for_each_in_index<'v>(&'v self, index_name: &str, value: &str, mut f: impl FnMut(&'v ObjectKey, &'v Arc<K>)) -> Result<(), IndexError> {
         let inner = &*self.inner;
         if let Some(set) = inner.index_named(index_name)?.get(value) {
-            for k in set {
-                if let Some(o) = inner.items.get(k.0.as_str()) {
-                    f(&k.0, o);
-                }
+            for (k, o) in set {
+                f(&k.0, o);
             }
         }
         Ok(())
@@ -254,7 +255,7 @@ impl<K> Indexer<K> {
     pub fn upsert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
         let (held, old) = inner.items.upsert(key, obj.clone());
-        update_indices(&mut inner, &held, old.as_deref(), Some(&*obj));
+        update_indices(&mut inner, &held, old.as_deref(), Some(&obj));
         old
     }
 
@@ -355,13 +356,16 @@ impl<K> Indexer<K> {
             Some(f) => f(obj),
             None => vec![(inner.namespace_of)(obj).to_owned()],
         };
-        let mut keys: HashSet<&HeldKey> = HashSet::new();
+        let mut seen: FastSet<&HeldKey> = FastSet::default();
+        let mut out = Vec::new();
         for v in values {
-            if let Some(set) = index.get(&v) {
-                keys.extend(set.iter());
+            for (k, o) in index.get(&v).into_iter().flatten() {
+                if seen.insert(k) {
+                    out.push(o.clone());
+                }
             }
         }
-        Ok(keys.into_iter().filter_map(|k| inner.items.get(k.0.as_str()).cloned()).collect())
+        Ok(out)
     }
 
     /// Objects indexed under `value` in index `index_name`.
@@ -381,7 +385,7 @@ impl<K> Indexer<K> {
     pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
         let inner = self.read_lock();
         let index = inner.index_named(index_name)?;
-        Ok(index.get(value).map(|set| set.iter().map(|k| k.0.clone()).collect()).unwrap_or_default())
+        Ok(index.get(value).map(|set| set.keys().map(|k| k.0.clone()).collect()).unwrap_or_default())
     }
 
     /// Every value that at least one object has in index `index_name`.
@@ -398,54 +402,56 @@ fn index_names<K>(inner: &Inner<K>) -> Vec<String> {
     names
 }
 
-/// Moves `key` (the items map's own) from the values of `old` to those of `new` in every index.
-fn update_indices<K>(inner: &mut Inner<K>, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
+/// Moves `key` (the items map's own) from the values of `old` to those of `new` in every
+/// index, where it maps to `new`.
+fn update_indices<K>(inner: &mut Inner<K>, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
     let Inner { namespace_of, by_namespace, indexers, indices, .. } = inner;
     let old_ns = old.map(*namespace_of);
-    let new_ns = new.map(*namespace_of);
+    let new_ns = new.map(|o| namespace_of(o));
     if old_ns != new_ns {
         if let Some(v) = old_ns {
             remove_key(by_namespace, v, key);
         }
-        if let Some(v) = new_ns {
-            add_key(by_namespace, v, key);
-        }
+    }
+    if let (Some(v), Some(obj)) = (new_ns, new) {
+        add_key(by_namespace, v, key, obj);
     }
     for (name, f) in indexers.iter() {
         let old_vals = old.map(|o| f(o)).unwrap_or_default();
         let new_vals = new.map(|o| f(o)).unwrap_or_default();
-        if old_vals == new_vals {
-            continue;
-        }
         let index = indices.get_mut(name).expect("every indexer has an index");
         for v in &old_vals {
             if !new_vals.contains(v) {
                 remove_key(index, v, key);
             }
         }
-        for v in &new_vals {
-            if !old_vals.contains(v) {
-                add_key(index, v, key);
+        if let Some(obj) = new {
+            for v in &new_vals {
+                add_key(index, v, key, obj);
             }
         }
     }
 }
 
-fn add_key(index: &mut Index, value: &str, key: &ObjectKey) {
+/// Maps `key` to `obj` in `value`'s set, adding the key (and the set) when absent.
+fn add_key<K>(index: &mut Index<K>, value: &str, key: &ObjectKey, obj: &Arc<K>) {
     match index.get_mut(value) {
-        Some(set) => {
-            set.insert(HeldKey(key.clone()));
-        }
+        Some(set) => match set.get_mut(&HeldKey(key.clone())) {
+            Some(held) => *held = obj.clone(),
+            None => {
+                set.insert(HeldKey(key.clone()), obj.clone());
+            }
+        },
         None => {
-            let mut set = FastSet::default();
-            set.insert(HeldKey(key.clone()));
+            let mut set = FastMap::default();
+            set.insert(HeldKey(key.clone()), obj.clone());
             index.insert(value.to_owned(), set);
         }
     }
 }
 
 /// Removes `key` from `value`'s set, and the set once it is empty.
-fn remove_key(index: &mut Index, value: &str, key: &ObjectKey) {
+fn remove_key<K>(index: &mut Index<K>, value: &str, key: &ObjectKey) {
     if let Some(set) = index.get_mut(value) {
         set.remove(&HeldKey(key.clone()));
         if set.is_empty() {

@@ -106,7 +106,8 @@ fn objects_are_shared_not_copied() {
     assert!(Arc::ptr_eq(&o, &s.by_index(NAMESPACE_INDEX, "ns").unwrap()[0]));
 }
 
-/// Every index, read through the store, against the same index computed from `list()`.
+/// Every index, read through the store, against the same index computed from `list()`, and
+/// the objects it hands out against the store's own.
 fn assert_indices_exact(s: &Indexer<ConfigMap>, label_index: &str) {
     let objects = s.list();
     for (index, f) in [
@@ -125,6 +126,12 @@ fn assert_indices_exact(s: &Indexer<ConfigMap>, label_index: &str) {
         for (v, names_want) in &want {
             assert_eq!(&names(s.by_index(index, v).unwrap()), names_want, "index {index} value {v}");
             assert_eq!(s.index_keys(index, v).unwrap().len(), names_want.len(), "keys of index {index} value {v}");
+            // Each object an index hands out is the one the store holds under its key now, not
+            // one an update replaced.
+            s.for_each_in_index(index, v, |k, o| {
+                assert!(Arc::ptr_eq(o, &s.get(k.as_str()).unwrap()), "index {index} value {v}: {k:?} is stale");
+            })
+            .unwrap();
         }
     }
 }
