@@ -11,8 +11,9 @@
 //! store given the joined key, and the store given a key joined on the stack just before
 //! the call. The step from 100 objects (all in cache) to 10,000 and 100,000 is memory
 //! latency, not code; the last column shows what reading back a key just written costs
-//! back-to-back lookups (see `key_hash.rs`). A second table times two scans of the whole
-//! store: a label-selector list and a list of everything through a view.
+//! back-to-back lookups (see `key_hash.rs`). A second table times lists: two scans of the
+//! whole store (a label-selector list, and a list of everything through a view) and the list
+//! of one namespace through its index.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -179,14 +180,17 @@ fn main() {
         let selected = time_scan(|| lister.list(&selector).len());
         assert_eq!(lister.list(&selector).len(), n / 20, "one object in 20 has app=app-3");
         let all = time_scan(|| lister.read().list(&Selector::default()).len());
-        scans.push((n, selected, all));
+        let namespace = &q.namespaces[7];
+        let in_namespace = time_scan(|| lister.namespace(namespace).list(&Selector::default()).len());
+        assert_eq!(lister.namespace(namespace).list(&Selector::default()).len(), n / NAMESPACES, "one object in 50 is in each namespace");
+        scans.push((n, selected, all, in_namespace));
     }
     println!();
     println!("Scans of the whole store, per call:");
     println!();
-    println!("| objects | `lister.list(app=app-3)` (one in 20) | `lister.read().list(everything)` |");
-    println!("|---|---|---|");
-    for (n, selected, all) in scans {
-        println!("| {n} | {selected:.1} µs | {all:.1} µs |");
+    println!("| objects | `lister.list(app=app-3)` (one in 20) | `lister.read().list(everything)` | `lister.namespace(ns).list(everything)` (one in 50) |");
+    println!("|---|---|---|---|");
+    for (n, selected, all, in_namespace) in scans {
+        println!("| {n} | {selected:.1} µs | {all:.1} µs | {in_namespace:.1} µs |");
     }
 }
