@@ -270,6 +270,10 @@ impl<K> Indexer<K> {
     /// Replaces the whole content with `objects` and rebuilds every index from scratch.
     pub fn replace(&self, objects: impl IntoIterator<Item = (ObjectKey, Arc<K>)>) {
         let mut inner = self.inner.write();
+        // The index sets hold the old objects too: emptied first, so that the old objects
+        // are freed with the items map's entries.
+        inner.by_namespace.clear();
+        inner.indices.values_mut().for_each(|index| index.clear());
         inner.items.clear();
         inner.items.extend(objects);
         inner.rebuild_indices();

@@ -106,6 +106,27 @@ fn objects_are_shared_not_copied() {
     assert!(Arc::ptr_eq(&o, &s.by_index(NAMESPACE_INDEX, "ns").unwrap()[0]));
 }
 
+#[test]
+fn the_store_lets_go_of_objects_it_no_longer_holds() {
+    // The items map and each index set hold the object: after an update, a removal or a
+    // replace, none of them keeps the object that left.
+    let s = Indexer::new();
+    s.add_indexers([("app".to_string(), by_label("app"))]).unwrap();
+    let first = Arc::new(cm("ns", "a", &[("app", "web")]));
+    s.upsert("ns/a".into(), first.clone());
+    assert_eq!(Arc::strong_count(&first), 4, "the test, the items map, the namespace and app sets");
+    let second = Arc::new(cm("ns", "a", &[("app", "web")]));
+    s.upsert("ns/a".into(), second.clone());
+    assert_eq!(Arc::strong_count(&first), 1, "an update under unchanged index values");
+    let other = Arc::new(cm("ns", "b", &[("app", "db")]));
+    s.upsert("ns/b".into(), other.clone());
+    s.remove("ns/b");
+    assert_eq!(Arc::strong_count(&other), 1, "a removal");
+    s.replace([("ns/c".into(), Arc::new(cm("ns", "c", &[("app", "web")])))]);
+    assert_eq!(Arc::strong_count(&second), 1, "a replace");
+    assert_eq!(names(s.by_index("app", "web").unwrap()), set(&["c"]));
+}
+
 /// Every index, read through the store, against the same index computed from `list()`, and
 /// the objects it hands out against the store's own.
 fn assert_indices_exact(s: &Indexer<ConfigMap>, label_index: &str) {
