@@ -175,11 +175,11 @@ impl<'a, K> ListerView<'a, K> {
     /// Calls `f` on each object whose labels match `selector`.
     fn for_each_matching<'v>(&'v self, selector: &Selector, mut f: impl FnMut(&'v Arc<K>)) {
         let selects = self.selects(selector);
-        for (_, o) in self.store.iter() {
+        self.store.for_each(|_, o| {
             if selects(o) {
                 f(o);
             }
-        }
+        });
     }
 
     /// Objects whose labels match `selector` (`&Selector::default()` for all).

@@ -130,7 +130,17 @@ fn the_store_lets_go_of_objects_it_no_longer_holds() {
 /// Every index, read through the store, against the same index computed from `list()`, and
 /// the objects it hands out against the store's own.
 fn assert_indices_exact(s: &Indexer<ConfigMap>, label_index: &str) {
+    // Walks over every object go through the namespace index: each of the items map's
+    // entries exactly once.
+    let entries = s.entries();
+    assert_eq!(entries.len(), s.len(), "entries against the items map");
+    assert_eq!(entries.iter().map(|(k, _)| k.as_str()).collect::<HashSet<_>>().len(), s.len(), "each key once");
+    for (k, o) in &entries {
+        assert!(Arc::ptr_eq(o, &s.get(k.as_str()).unwrap()), "{k:?}");
+    }
+    assert_eq!(s.list_keys().len(), s.len());
     let objects = s.list();
+    assert_eq!(objects.len(), s.len());
     for (index, f) in [
         (NAMESPACE_INDEX, Box::new(|o: &ConfigMap| vec![o.metadata.namespace.clone().unwrap_or_default()]) as Box<dyn Fn(&ConfigMap) -> Vec<String>>),
         (label_index, Box::new(|o: &ConfigMap| o.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned().into_iter().collect())),
