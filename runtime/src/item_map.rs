@@ -25,9 +25,9 @@ use crate::key_hash::KeyHasher;
 
 /// Whether `key` is `namespace/name`.
 #[inline]
-fn is_joined(key: &str, namespace: &str, name: &str) -> bool {
+fn is_joined(key: &[u8], namespace: &str, name: &str) -> bool {
     let ns = namespace.len();
-    key.len() == ns + 1 + name.len() && key.as_bytes()[ns] == b'/' && key.starts_with(namespace) && key.ends_with(name)
+    key.len() == ns + 1 + name.len() && key[ns] == b'/' && key.starts_with(namespace.as_bytes()) && key.ends_with(name.as_bytes())
 }
 
 /// The longest key whose text a slot holds.
@@ -62,28 +62,28 @@ impl<K> Slot<K> {
         Slot { short_len, text, key, obj }
     }
 
-    /// Whether this entry's key is `key`.
+    /// The key's text held in the slot, `None` for a long key.
+    #[inline]
+    fn short_text(&self) -> Option<&[u8]> {
+        self.text.get(..usize::from(self.short_len))
+    }
+
+    /// Whether this entry's key is `key`. A short query is never compared with a long key's
+    /// allocation.
     #[inline]
     fn is(&self, key: &str) -> bool {
-        if key.len() <= INLINE {
-            usize::from(self.short_len) == key.len() && &self.text[..key.len()] == key.as_bytes()
-        } else {
-            self.short_len == LONG && self.key.as_str() == key
+        match self.short_text() {
+            Some(text) => text == key.as_bytes(),
+            None => key.len() > INLINE && self.key.as_str() == key,
         }
     }
 
-    /// Whether this entry's key is `namespace/name`.
+    /// Whether this entry's key is `namespace/name`, compared as [`Slot::is`] compares.
     #[inline]
     fn is_joined(&self, namespace: &str, name: &str) -> bool {
-        let ns = namespace.len();
-        let len = ns + 1 + name.len();
-        if len <= INLINE {
-            usize::from(self.short_len) == len
-                && &self.text[..ns] == namespace.as_bytes()
-                && self.text[ns] == b'/'
-                && &self.text[ns + 1..len] == name.as_bytes()
-        } else {
-            self.short_len == LONG && is_joined(self.key.as_str(), namespace, name)
+        match self.short_text() {
+            Some(text) => is_joined(text, namespace, name),
+            None => namespace.len() + 1 + name.len() > INLINE && is_joined(self.key.as_str().as_bytes(), namespace, name),
         }
     }
 }
