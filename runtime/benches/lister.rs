@@ -186,7 +186,7 @@ fn main() {
         scans.push((n, selected, all, in_namespace));
     }
     println!();
-    println!("Scans of the whole store, per call:");
+    println!("Lists, per call:");
     println!();
     println!("| objects | `lister.list(app=app-3)` (one in 20) | `lister.read().list(everything)` | `lister.namespace(ns).list(everything)` (one in 50) |");
     println!("|---|---|---|---|");
