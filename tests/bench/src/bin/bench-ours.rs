@@ -186,6 +186,16 @@ impl Stamped for ConfigMap {
     }
 }
 
+impl Stamped for ServiceMonitor {
+    fn sent(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(SENT_ANNOTATION)
+            .map(String::as_str)
+    }
+}
+
 impl Stamped for lean::Pod {
     fn sent(&self) -> Option<&str> {
         self.metadata
@@ -350,89 +360,89 @@ fn lister_ops<K>(
     );
 }
 
-/// Syncs one resource through the informers of a generated module tree (`$gen`), reports,
-/// and runs the lister operations when asked.
+/// Syncs one resource through the informers of a generated module tree (`$gen`), then
+/// measures what the command line asks for (see [`measure`]).
 macro_rules! sync {
     ($gen:path, $name:expr, $strip:expr, $server:expr, $resource:expr, $options:expr) => {{
         use generated::InformerFactoryExt as _;
         use $gen as generated;
         let factory = generated::new_factory(informer_client($server), $options);
-        if flag("--relist") {
-            reset_peak_heap();
-            reset_peak_rss();
-        }
-        let (heap0, rss0) = (live_heap(), rss());
+        let before = start_measuring();
         let start = Instant::now();
-        // The result line of the sync, printed once synced (before any further measurement).
-        let report_synced = |n: usize| {
-            report(
-                $name,
-                n,
-                start.elapsed().as_secs_f64(),
-                live_heap() - heap0,
-                rss() - rss0,
-            )
-        };
-        let n = match $resource {
+        match $resource {
             "pods" => {
-                let pods = factory.core().v1().pods();
-                let informer = pods.informer().unwrap();
+                let informer = factory.core().v1().pods().informer().unwrap();
                 if let Some(strip) = $strip {
                     informer.set_transform(std::sync::Arc::new(strip)).unwrap();
                 }
-                let handlers = EventArgs::from_args().map(|a| add_handlers(&informer, a.handlers));
-                let updates = flag("--relist").then(|| count_updates(&informer));
-                factory.start().unwrap();
-                factory.wait_for_cache_sync().await;
-                let lister = informer.lister();
-                let n = lister.list(&Selector::default()).len();
-                if let Some(updates) = updates {
-                    report_synced(n);
-                    relist_memory(
-                        $name,
-                        $server,
-                        || updates.load(std::sync::atomic::Ordering::Acquire) >= n,
-                        heap0,
-                        rss0,
-                    )
-                    .await;
-                    std::process::exit(0);
-                }
-                if handlers.is_some() {
-                    report_synced(n);
-                    run_events($name, $server, handlers).await;
-                    std::process::exit(0);
-                }
-                if flag("--listers") {
-                    report_synced(n);
-                    lister_ops($name, &lister, &informer);
-                    std::process::exit(0);
-                }
-                n
+                measure($name, $server, &factory, informer, start, before).await
             }
             "configmaps" => {
-                let cms = factory.core().v1().configmaps();
-                let informer = cms.informer().unwrap();
-                let handlers = EventArgs::from_args().map(|a| add_handlers(&informer, a.handlers));
-                factory.start().unwrap();
-                factory.wait_for_cache_sync().await;
-                let n = cms.lister().unwrap().list(&Selector::default()).len();
-                if handlers.is_some() {
-                    report_synced(n);
-                    run_events($name, $server, handlers).await;
-                    std::process::exit(0);
-                }
-                n
+                let informer = factory.core().v1().configmaps().informer().unwrap();
+                measure($name, $server, &factory, informer, start, before).await
             }
             other => panic!("unknown resource {other}"),
-        };
-        report_synced(n);
-        std::process::exit(0);
+        }
     }};
 }
 
-/// Syncs one informer of `factory` (started here), reports and exits: the custom resource
-/// and metadata-only informers, which have no lean variant and no further measurements.
+/// The heap and resident set before an informer starts, with their peaks reset first when
+/// `--relist` asks for peaks.
+fn start_measuring() -> (isize, isize) {
+    if flag("--relist") {
+        reset_peak_heap();
+        reset_peak_rss();
+    }
+    (live_heap(), rss())
+}
+
+/// Starts `factory`, waits for `informer` to sync, reports the sync (time from `start`,
+/// memory over `(heap0, rss0)`), then measures what the command line asks for: the peak
+/// memory of a forced relist (`--relist`), watch events to handlers (`--handlers`,
+/// `--events`), or, over Pods, the lister operations (`--listers`). Exits the process.
+async fn measure<K>(
+    name: &str,
+    server: &str,
+    factory: &informer_runtime::SharedInformerFactory,
+    informer: SharedIndexInformer<K>,
+    start: Instant,
+    (heap0, rss0): (isize, isize),
+) -> !
+where
+    K: Stamped + informer_runtime::reexports::kube_core::Resource + Send + Sync + 'static,
+{
+    let handlers = EventArgs::from_args().map(|a| add_handlers(&informer, a.handlers));
+    let updates = flag("--relist").then(|| count_updates(&informer));
+    factory.start().unwrap();
+    factory.wait_for_cache_sync().await;
+    let lister = informer.lister();
+    let n = lister.list(&Selector::default()).len();
+    report(
+        name,
+        n,
+        start.elapsed().as_secs_f64(),
+        live_heap() - heap0,
+        rss() - rss0,
+    );
+    if let Some(updates) = updates {
+        relist_memory(
+            name,
+            server,
+            || updates.load(std::sync::atomic::Ordering::Acquire) >= n,
+            heap0,
+            rss0,
+        )
+        .await;
+    } else if handlers.is_some() {
+        run_events(name, server, handlers).await;
+    } else if flag("--listers") {
+        lister_ops(name, &lister, &informer);
+    }
+    std::process::exit(0)
+}
+
+/// Syncs one informer of `factory` (started here), reports and exits: the metadata-only
+/// informers, which have no further measurements.
 async fn sync_and_report<K>(
     name: &str,
     factory: &informer_runtime::SharedInformerFactory,
@@ -482,7 +492,7 @@ async fn main() {
         };
         // The client is made before the clock and the heap count start, as for kube-rs.
         let client = informer_client(&server);
-        let before = (live_heap(), rss());
+        let before = start_measuring();
         let start = Instant::now();
         let factory = informer_gen_sample::new_factory(client, options);
         if flag("--metadata") {
@@ -510,7 +520,7 @@ async fn main() {
             .servicemonitors()
             .informer()
             .unwrap();
-        sync_and_report("informer-gen", &factory, informer, start, before).await
+        measure("informer-gen", &server, &factory, informer, start, before).await
     }
     if lean {
         // Lean roots keep managedFields apart from ObjectMeta; their own transform drops them.

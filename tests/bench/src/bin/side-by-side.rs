@@ -282,13 +282,10 @@ fn sync_table(
         ("kube-rs (metadata)", clients.iter().find(|c| c.0 == "kube-rs").expect("kube-rs among the clients").1.clone(), &["--metadata"]),
     ];
     for workload in ["configmaps", "pods-shared", "pods-unique", "servicemonitors"] {
-        if arg("--workloads").is_some_and(|w| !w.split(',').any(|x| x == workload)) {
+        if !self::workload(workload) {
             continue;
         }
-        let resource = match workload {
-            "configmaps" | "servicemonitors" => workload,
-            _ => "pods",
-        };
+        let resource = resource_of(workload);
         let server = replay(go_bin, workload, n, 0);
         let per_obj = server.bytes / n as f64;
         let ceiling = |lean: bool| {
@@ -463,6 +460,52 @@ fn lister_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, 
 
 /// Peak ÷ steady memory of the initial sync and of a relist forced by a 410 from the watch,
 /// with WatchList and with a paged list, over Pods no two of which share a spec.
+/// Whether `--workloads` (comma-separated; default: all) asks for `workload`.
+fn workload(workload: &str) -> bool {
+    arg("--workloads").is_none_or(|w| w.split(',').any(|x| x == workload))
+}
+
+/// The collection a workload's objects are served as.
+fn resource_of(workload: &str) -> &str {
+    match workload {
+        "pods-shared" | "pods-unique" => "pods",
+        other => other,
+    }
+}
+
+/// The clients measured over `workload`: all of them over built-in kinds; over the custom
+/// resource (JSON only, one type), ours on its generated types, client-go's dynamic
+/// informer and kube-rs on the same generated types, renamed as in the sync section.
+fn clients_of<'a>(workload: &str, clients: &[(&'a str, PathBuf, &'a [&'a str])]) -> Vec<(&'a str, PathBuf, &'a [&'a str])> {
+    if workload != "servicemonitors" {
+        return clients.to_vec();
+    }
+    clients
+        .iter()
+        .filter(|(name, _, extra)| !name.contains("k8s-openapi") && !extra.contains(&"--protobuf"))
+        .map(|(name, cmd, extra)| {
+            let renamed = match *name {
+                "client-go" => "client-go (dynamic informer)",
+                "kube-rs" => "kube-rs (same CRD types)",
+                lean => match lean.strip_prefix("informer-gen (lean") {
+                    Some(rest) => match rest {
+                        ")" => "informer-gen (CRD types)",
+                        ", streams)" => "informer-gen (CRD types, streams)",
+                        ", handler threads)" => "informer-gen (CRD types, handler threads)",
+                        other => panic!("no custom-resource name for informer-gen (lean{other}"),
+                    },
+                    None => panic!("no custom-resource name for {lean}"),
+                },
+            };
+            // Ours has no lean layout for the custom resource: its generated types.
+            let extra: &'a [&'a str] = if extra.contains(&"--streams") { &["--streams"] } else { &[] };
+            (renamed, cmd.clone(), extra)
+        })
+        .collect()
+}
+
+/// Peak ÷ steady memory of the initial sync and of a forced relist, for each workload of
+/// `--workloads` among unique Pods, ConfigMaps and the custom resource.
 fn memory_table(
     table: &mut String,
     go_bin: &Path,
@@ -471,55 +514,59 @@ fn memory_table(
     runs: usize,
 ) {
     table.push_str(&format!(
-        "\n\nPeak ÷ steady memory over {n} Pods (pods-unique: nothing to share), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started. JSON but the protobuf rows (the server writes a protobuf WatchList event by event, as the API server does).\n\n"
+        "\n\nPeak ÷ steady memory over {n} objects (pods-unique: Pods with nothing to share; configmaps; servicemonitors: the custom resource, ours on its generated types, client-go through a dynamic informer, kube-rs on our generated types), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started. JSON but the protobuf rows (the server writes a protobuf WatchList event by event, as the API server does).\n\n"
     ));
-    table.push_str("| list | client | steady heap | initial sync: peak ÷ steady heap | RSS | relist: peak ÷ steady heap | RSS | relist time |\n|---|---|---|---|---|---|---|---|\n");
-    let server = replay(go_bin, "pods-unique", n, 0);
-    for mode in ["WatchList", "paged list"] {
-        for (name, cmd, extra) in clients {
-            let mut args = vec![
-                "--server",
-                server.url.as_str(),
-                "--resource",
-                "pods",
-                "--relist",
-            ];
-            args.extend_from_slice(extra);
-            match (mode, *name) {
-                ("WatchList", "kube-rs") => args.push("--watch-list"),
-                ("paged list", "kube-rs") => {}
-                ("paged list", _) => args.push("--paged-list"),
-                _ => {}
+    table.push_str("| workload | list | client | steady heap | initial sync: peak ÷ steady heap | RSS | relist: peak ÷ steady heap | RSS | relist time |\n|---|---|---|---|---|---|---|---|---|\n");
+    for workload in ["pods-unique", "configmaps", "servicemonitors"].into_iter().filter(|w| self::workload(w)) {
+        let server = replay(go_bin, workload, n, 0);
+        let resource = resource_of(workload);
+        let clients = clients_of(workload, clients);
+        for mode in ["WatchList", "paged list"] {
+            for (name, cmd, extra) in &clients {
+                let mut args = vec![
+                    "--server",
+                    server.url.as_str(),
+                    "--resource",
+                    resource,
+                    "--relist",
+                ];
+                args.extend_from_slice(extra);
+                match (mode, name.starts_with("kube-rs")) {
+                    ("WatchList", true) => args.push("--watch-list"),
+                    ("paged list", false) => args.push("--paged-list"),
+                    _ => {}
+                }
+                let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
+                let col = |f: &dyn Fn(&Value) -> f64| stats(results.iter().map(f).collect());
+                let num = |r: &Value, f: &str| r[f].as_f64().expect(f);
+                let steady = col(&|r| num(r, "steady_heap") / n as f64);
+                let init_heap = col(&|r| num(r, "initial_peak_heap") / num(r, "steady_heap"));
+                let init_rss = col(&|r| num(r, "initial_peak_rss") / num(r, "steady_rss"));
+                let re_heap = col(&|r| num(r, "relist_peak_heap") / num(r, "steady_heap"));
+                let re_rss = col(&|r| num(r, "relist_peak_rss") / num(r, "steady_rss"));
+                let re_time = col(&|r| num(r, "relist_seconds"));
+                let f = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} ({lo:.2}–{hi:.2})");
+                table.push_str(&format!(
+                    "| {workload} | {mode} | {name} | {:.1} KB/object | {} | {} | {} | {} | {:.2} s ({:.2}–{:.2}) |\n",
+                    steady.0 / 1000.0,
+                    f(init_heap),
+                    f(init_rss),
+                    f(re_heap),
+                    f(re_rss),
+                    re_time.0,
+                    re_time.1,
+                    re_time.2
+                ));
             }
-            let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
-            let col = |f: &dyn Fn(&Value) -> f64| stats(results.iter().map(f).collect());
-            let num = |r: &Value, f: &str| r[f].as_f64().expect(f);
-            let steady = col(&|r| num(r, "steady_heap") / n as f64);
-            let init_heap = col(&|r| num(r, "initial_peak_heap") / num(r, "steady_heap"));
-            let init_rss = col(&|r| num(r, "initial_peak_rss") / num(r, "steady_rss"));
-            let re_heap = col(&|r| num(r, "relist_peak_heap") / num(r, "steady_heap"));
-            let re_rss = col(&|r| num(r, "relist_peak_rss") / num(r, "steady_rss"));
-            let re_time = col(&|r| num(r, "relist_seconds"));
-            let f = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} ({lo:.2}–{hi:.2})");
-            table.push_str(&format!(
-                "| {mode} | {name} | {:.1} KB/object | {} | {} | {} | {} | {:.2} s ({:.2}–{:.2}) |\n",
-                steady.0 / 1000.0,
-                f(init_heap),
-                f(init_rss),
-                f(re_heap),
-                f(re_rss),
-                re_time.0,
-                re_time.1,
-                re_time.2
-            ));
+            eprintln!("memory, {workload}, {mode}: done");
         }
-        eprintln!("memory, {mode}: done");
     }
 }
 
-/// Watch events to 1, 4 and 16 handlers: `--events` (default N) MODIFIED Pods as fast as the
-/// server writes them (throughput, CPU), then `--paced-events` (default 3,000) at `--rate`
-/// (default 1,000/s) for latency from the server's write to each handler.
+/// Watch events to 1, 4 and 16 handlers, for each workload of `--workloads` among Pods from
+/// templates, ConfigMaps and the custom resource: `--events` (default N) MODIFIED objects as
+/// fast as the server writes them (throughput, CPU), then `--paced-events` (default 3,000)
+/// at `--rate` (default 1,000/s) for latency from the server's write to each handler.
 fn event_table(
     table: &mut String,
     go_bin: &Path,
@@ -531,59 +578,63 @@ fn event_table(
     let paced = arg("--paced-events").unwrap_or_else(|| "3000".into());
     let rate = arg("--rate").unwrap_or_else(|| "1000".into());
     table.push_str(&format!(
-        "\n\nWatch events over {n} synced Pods (pods-shared), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. JSON but the protobuf rows (client-go's default; kube-rs has none). Ratios are against the first row of the same wire format.\n\n"
+        "\n\nWatch events over {n} synced objects (pods-shared: Pods from templates; configmaps; servicemonitors: the custom resource, ours on its generated types, client-go through a dynamic informer, kube-rs on our generated types), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. JSON but the protobuf rows (client-go's default; kube-rs has none). Ratios are against the first row of the same workload and wire format.\n\n"
     ));
-    table.push_str("| handlers | client | events/s | first ÷ it | CPU s per 1M events | first ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|\n");
+    table.push_str("| workload | handlers | client | events/s | first ÷ it | CPU s per 1M events | first ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|---|\n");
     let warm = [&events, &paced].iter().map(|e| e.parse::<usize>().expect("--events and --paced-events are counts")).max().unwrap();
-    let server = replay(go_bin, "pods-shared", n, warm);
-    for handlers in ["1", "4", "16"] {
-        let mut rows = Vec::new();
-        for (name, cmd, extra) in clients {
-            let mut args = vec![
-                "--server",
-                server.url.as_str(),
-                "--resource",
-                "pods",
-                "--handlers",
-                handlers,
-                "--events",
-                &events,
-            ];
-            args.extend(["--paced-events", &paced, "--rate", &rate]);
-            args.extend_from_slice(extra);
-            let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
-            let col = |f: &str| stats(results.iter().map(|r| r[f].as_f64().expect(f)).collect());
-            rows.push((
-                *name,
-                col("events_per_s"),
-                col("cpu_s_per_million"),
-                col("p50_us"),
-                col("p99_us"),
-            ));
-        }
-        // Each row against the first of its wire format.
-        let first_of = |name: &str| {
-            rows.iter()
-                .position(|r| r.0.contains("protobuf") == name.contains("protobuf"))
-                .expect("a row of its format")
-        };
-        for (i, (name, eps, cpu, p50, p99)) in rows.iter().enumerate() {
-            let first = first_of(name);
-            let (lean_rate, lean_cpu) = (rows[first].1.0, rows[first].2.0);
-            let (r_eps, r_cpu) = if i == first {
-                ("—".to_string(), "—".to_string())
-            } else {
-                (
-                    format!("{:.2}×", lean_rate / eps.0),
-                    format!("{:.2}×", lean_cpu / cpu.0),
-                )
+    for workload in ["pods-shared", "configmaps", "servicemonitors"].into_iter().filter(|w| self::workload(w)) {
+        let server = replay(go_bin, workload, n, warm);
+        let resource = resource_of(workload);
+        let clients = clients_of(workload, clients);
+        for handlers in ["1", "4", "16"] {
+            let mut rows = Vec::new();
+            for (name, cmd, extra) in &clients {
+                let mut args = vec![
+                    "--server",
+                    server.url.as_str(),
+                    "--resource",
+                    resource,
+                    "--handlers",
+                    handlers,
+                    "--events",
+                    &events,
+                ];
+                args.extend(["--paced-events", &paced, "--rate", &rate]);
+                args.extend_from_slice(extra);
+                let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
+                let col = |f: &str| stats(results.iter().map(|r| r[f].as_f64().expect(f)).collect());
+                rows.push((
+                    *name,
+                    col("events_per_s"),
+                    col("cpu_s_per_million"),
+                    col("p50_us"),
+                    col("p99_us"),
+                ));
+            }
+            // Each row against the first of its wire format.
+            let first_of = |name: &str| {
+                rows.iter()
+                    .position(|r| r.0.contains("protobuf") == name.contains("protobuf"))
+                    .expect("a row of its format")
             };
-            table.push_str(&format!(
-                "| {handlers} | {name} | {:.0} ({:.0}–{:.0}) | {r_eps} | {:.0} ({:.0}–{:.0}) | {r_cpu} | {:.0} µs ({:.0}–{:.0}) | {:.0} µs ({:.0}–{:.0}) |\n",
-                eps.0, eps.1, eps.2, cpu.0, cpu.1, cpu.2, p50.0, p50.1, p50.2, p99.0, p99.1, p99.2
-            ));
+            for (i, (name, eps, cpu, p50, p99)) in rows.iter().enumerate() {
+                let first = first_of(name);
+                let (lean_rate, lean_cpu) = (rows[first].1.0, rows[first].2.0);
+                let (r_eps, r_cpu) = if i == first {
+                    ("—".to_string(), "—".to_string())
+                } else {
+                    (
+                        format!("{:.2}×", lean_rate / eps.0),
+                        format!("{:.2}×", lean_cpu / cpu.0),
+                    )
+                };
+                table.push_str(&format!(
+                    "| {workload} | {handlers} | {name} | {:.0} ({:.0}–{:.0}) | {r_eps} | {:.0} ({:.0}–{:.0}) | {r_cpu} | {:.0} µs ({:.0}–{:.0}) | {:.0} µs ({:.0}–{:.0}) |\n",
+                    eps.0, eps.1, eps.2, cpu.0, cpu.1, cpu.2, p50.0, p50.1, p50.2, p99.0, p99.1, p99.2
+                ));
+            }
+            eprintln!("events, {workload}, to {handlers} handlers: done");
         }
-        eprintln!("events to {handlers} handlers: done");
     }
 }
 
