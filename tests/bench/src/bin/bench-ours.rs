@@ -166,35 +166,18 @@ trait Stamped {
     fn sent(&self) -> Option<&str>;
 }
 
-impl Stamped for Pod {
-    fn sent(&self) -> Option<&str> {
-        self.metadata
-            .annotations
-            .as_ref()?
-            .get(SENT_ANNOTATION)
-            .map(String::as_str)
-    }
+/// [`Stamped`] for types with k8s-openapi's `ObjectMeta`.
+macro_rules! stamped_by_object_meta {
+    ($($t:ty),*) => {$(
+        impl Stamped for $t {
+            fn sent(&self) -> Option<&str> {
+                self.metadata.annotations.as_ref()?.get(SENT_ANNOTATION).map(String::as_str)
+            }
+        }
+    )*};
 }
 
-impl Stamped for ConfigMap {
-    fn sent(&self) -> Option<&str> {
-        self.metadata
-            .annotations
-            .as_ref()?
-            .get(SENT_ANNOTATION)
-            .map(String::as_str)
-    }
-}
-
-impl Stamped for ServiceMonitor {
-    fn sent(&self) -> Option<&str> {
-        self.metadata
-            .annotations
-            .as_ref()?
-            .get(SENT_ANNOTATION)
-            .map(String::as_str)
-    }
-}
+stamped_by_object_meta!(Pod, ConfigMap, ServiceMonitor);
 
 impl Stamped for lean::Pod {
     fn sent(&self) -> Option<&str> {
@@ -413,17 +396,8 @@ where
 {
     let handlers = EventArgs::from_args().map(|a| add_handlers(&informer, a.handlers));
     let updates = flag("--relist").then(|| count_updates(&informer));
-    factory.start().unwrap();
-    factory.wait_for_cache_sync().await;
+    let n = start_and_report(name, factory, &informer, start, (heap0, rss0)).await;
     let lister = informer.lister();
-    let n = lister.list(&Selector::default()).len();
-    report(
-        name,
-        n,
-        start.elapsed().as_secs_f64(),
-        live_heap() - heap0,
-        rss() - rss0,
-    );
     if let Some(updates) = updates {
         relist_memory(
             name,
@@ -441,15 +415,15 @@ where
     std::process::exit(0)
 }
 
-/// Syncs one informer of `factory` (started here), reports and exits: the metadata-only
-/// informers, which have no further measurements.
-async fn sync_and_report<K>(
+/// Starts `factory`, waits for `informer` to sync and reports the sync (time from `start`,
+/// memory over `(heap0, rss0)`); returns how many objects it caches.
+async fn start_and_report<K>(
     name: &str,
     factory: &informer_runtime::SharedInformerFactory,
-    informer: SharedIndexInformer<K>,
+    informer: &SharedIndexInformer<K>,
     start: Instant,
     (heap0, rss0): (isize, isize),
-) -> !
+) -> usize
 where
     K: informer_runtime::reexports::kube_core::Resource + Send + Sync + 'static,
 {
@@ -463,7 +437,7 @@ where
         live_heap() - heap0,
         rss() - rss0,
     );
-    std::process::exit(0)
+    n
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -500,19 +474,20 @@ async fn main() {
             match resource.as_str() {
                 "pods" => {
                     let informer = factory.core().v1().pods().metadata_informer().unwrap();
-                    sync_and_report(name, &factory, informer, start, before).await
+                    start_and_report(name, &factory, &informer, start, before).await;
                 }
                 "configmaps" => {
                     let informer = factory.core().v1().configmaps().metadata_informer().unwrap();
-                    sync_and_report(name, &factory, informer, start, before).await
+                    start_and_report(name, &factory, &informer, start, before).await;
                 }
                 "servicemonitors" => {
                     let servicemonitors = factory.monitoring_coreos_com().v1().servicemonitors();
                     let informer = servicemonitors.metadata_informer().unwrap();
-                    sync_and_report(name, &factory, informer, start, before).await
+                    start_and_report(name, &factory, &informer, start, before).await;
                 }
                 other => panic!("unknown resource {other}"),
-            }
+            };
+            std::process::exit(0)
         }
         let informer = factory
             .monitoring_coreos_com()

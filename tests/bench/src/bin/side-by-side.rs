@@ -255,6 +255,9 @@ fn main() {
 
 type Clients<'a> = [(&'a str, PathBuf, &'a [&'a str]); 4];
 
+/// A client's row name, program and extra arguments.
+type ClientRun<'a> = (&'a str, PathBuf, &'a [&'a str]);
+
 fn sync_table(
     table: &mut String,
     go_bin: &Path,
@@ -476,7 +479,7 @@ fn resource_of(workload: &str) -> &str {
 /// The clients measured over `workload`: all of them over built-in kinds; over the custom
 /// resource (JSON only, one type), ours on its generated types, client-go's dynamic
 /// informer and kube-rs on the same generated types, renamed as in the sync section.
-fn clients_of<'a>(workload: &str, clients: &[(&'a str, PathBuf, &'a [&'a str])]) -> Vec<(&'a str, PathBuf, &'a [&'a str])> {
+fn clients_of<'a>(workload: &str, clients: &[ClientRun<'a>]) -> Vec<ClientRun<'a>> {
     if workload != "servicemonitors" {
         return clients.to_vec();
     }
@@ -504,6 +507,18 @@ fn clients_of<'a>(workload: &str, clients: &[(&'a str, PathBuf, &'a [&'a str])])
         .collect()
 }
 
+/// A replay server warmed for `workload` (see [`replay`]), the collection it serves and the
+/// clients measured over it.
+fn serve<'a, 'w>(
+    go_bin: &Path,
+    workload: &'w str,
+    n: usize,
+    warm_events: usize,
+    clients: &[ClientRun<'a>],
+) -> (Replay, &'w str, Vec<ClientRun<'a>>) {
+    (replay(go_bin, workload, n, warm_events), resource_of(workload), clients_of(workload, clients))
+}
+
 /// Peak ÷ steady memory of the initial sync and of a forced relist, for each workload of
 /// `--workloads` among unique Pods, ConfigMaps and the custom resource.
 fn memory_table(
@@ -518,18 +533,10 @@ fn memory_table(
     ));
     table.push_str("| workload | list | client | steady heap | initial sync: peak ÷ steady heap | RSS | relist: peak ÷ steady heap | RSS | relist time |\n|---|---|---|---|---|---|---|---|---|\n");
     for workload in ["pods-unique", "configmaps", "servicemonitors"].into_iter().filter(|w| self::workload(w)) {
-        let server = replay(go_bin, workload, n, 0);
-        let resource = resource_of(workload);
-        let clients = clients_of(workload, clients);
+        let (server, resource, clients) = serve(go_bin, workload, n, 0, clients);
         for mode in ["WatchList", "paged list"] {
             for (name, cmd, extra) in &clients {
-                let mut args = vec![
-                    "--server",
-                    server.url.as_str(),
-                    "--resource",
-                    resource,
-                    "--relist",
-                ];
+                let mut args = vec!["--server", server.url.as_str(), "--resource", resource, "--relist"];
                 args.extend_from_slice(extra);
                 match (mode, name.starts_with("kube-rs")) {
                     ("WatchList", true) => args.push("--watch-list"),
@@ -583,22 +590,12 @@ fn event_table(
     table.push_str("| workload | handlers | client | events/s | first ÷ it | CPU s per 1M events | first ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|---|\n");
     let warm = [&events, &paced].iter().map(|e| e.parse::<usize>().expect("--events and --paced-events are counts")).max().unwrap();
     for workload in ["pods-shared", "configmaps", "servicemonitors"].into_iter().filter(|w| self::workload(w)) {
-        let server = replay(go_bin, workload, n, warm);
-        let resource = resource_of(workload);
-        let clients = clients_of(workload, clients);
+        let (server, resource, clients) = serve(go_bin, workload, n, warm, clients);
         for handlers in ["1", "4", "16"] {
             let mut rows = Vec::new();
             for (name, cmd, extra) in &clients {
-                let mut args = vec![
-                    "--server",
-                    server.url.as_str(),
-                    "--resource",
-                    resource,
-                    "--handlers",
-                    handlers,
-                    "--events",
-                    &events,
-                ];
+                let mut args = vec!["--server", server.url.as_str(), "--resource", resource];
+                args.extend(["--handlers", handlers, "--events", &events]);
                 args.extend(["--paced-events", &paced, "--rate", &rate]);
                 args.extend_from_slice(extra);
                 let results: Vec<Value> = (0..runs).map(|_| run(cmd, &args)).collect();
