@@ -461,8 +461,6 @@ fn lister_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, 
     drop(server);
 }
 
-/// Peak ÷ steady memory of the initial sync and of a relist forced by a 410 from the watch,
-/// with WatchList and with a paged list, over Pods no two of which share a spec.
 /// Whether `--workloads` (comma-separated; default: all) asks for `workload`.
 fn workload(workload: &str) -> bool {
     arg("--workloads").is_none_or(|w| w.split(',').any(|x| x == workload))
@@ -519,8 +517,9 @@ fn serve<'a, 'w>(
     (replay(go_bin, workload, n, warm_events), resource_of(workload), clients_of(workload, clients))
 }
 
-/// Peak ÷ steady memory of the initial sync and of a forced relist, for each workload of
-/// `--workloads` among unique Pods, ConfigMaps and the custom resource.
+/// Peak ÷ steady memory of the initial sync and of a relist forced by a 410 from the watch,
+/// with WatchList and with a paged list, for each workload of `--workloads` among Pods no
+/// two of which share a spec, ConfigMaps and the custom resource.
 fn memory_table(
     table: &mut String,
     go_bin: &Path,
