@@ -271,14 +271,6 @@ fn sync_table(
     }
     table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere but the protobuf rows (built-in kinds; the share of the decode ceiling there compares with decoding the JSON form of the same objects). Ratios are against the first row of each group (informer-gen). servicemonitors: a custom resource (prometheus-operator's ServiceMonitor), ours and kube-rs on the types informer-gen emits from its CRD, client-go through a dynamic informer (unstructured). Metadata only: each client's metadata-only informer (ours: `LeanPartialObjectMeta`, managedFields as interned compact JSON; client-go's metadatainformer; kube-rs: a watcher of `PartialObjectMeta`).\n\n"));
     table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | first ÷ it | RSS/object | time to synced | objects/s | first's speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    // The custom resource has no lean layout and no protobuf: ours on its generated types,
-    // client-go's dynamic informer, kube-rs on the same generated types.
-    let cr_clients: [(&str, PathBuf, &[&str]); 4] = [
-        ("informer-gen (CRD types)", ours.to_path_buf(), &[]),
-        ("informer-gen (CRD types, paged list)", ours.to_path_buf(), &["--paged-list"]),
-        ("client-go (dynamic informer)", go_bin.join("bench-clientgo"), &[]),
-        ("kube-rs (same CRD types)", clients.iter().find(|c| c.0 == "kube-rs").expect("kube-rs among the clients").1.clone(), &[]),
-    ];
     let metadata_clients: [(&str, PathBuf, &[&str]); 3] = [
         ("informer-gen (metadata)", ours.to_path_buf(), &["--metadata"]),
         ("client-go (metadata)", go_bin.join("bench-clientgo"), &["--metadata"]),
@@ -325,13 +317,9 @@ fn sync_table(
             if arg("--groups").is_some_and(|g| !g.split(',').any(|x| x == group_name)) {
                 continue;
             }
-            let group = match (metadata, resource) {
-                (true, _) => &metadata_clients[..],
-                (false, "servicemonitors") => &cr_clients[..],
-                _ => clients,
-            };
+            let group = if metadata { metadata_clients.to_vec() } else { clients_of(workload, clients) };
             let mut rows = Vec::new();
-            for (name, cmd, extra) in group {
+            for (name, cmd, extra) in &group {
                 let mut args = vec!["--server", server.url.as_str(), "--resource", resource];
                 args.extend_from_slice(extra);
                 if strip {
@@ -475,8 +463,8 @@ fn resource_of(workload: &str) -> &str {
 }
 
 /// The clients measured over `workload`: all of them over built-in kinds; over the custom
-/// resource (JSON only, one type), ours on its generated types, client-go's dynamic
-/// informer and kube-rs on the same generated types, renamed as in the sync section.
+/// resource (JSON only, one type, so no k8s-openapi or protobuf rows), ours on its generated
+/// types, client-go's dynamic informer and kube-rs on the same generated types.
 fn clients_of<'a>(workload: &str, clients: &[ClientRun<'a>]) -> Vec<ClientRun<'a>> {
     if workload != "servicemonitors" {
         return clients.to_vec();
@@ -491,6 +479,7 @@ fn clients_of<'a>(workload: &str, clients: &[ClientRun<'a>]) -> Vec<ClientRun<'a
                 lean => match lean.strip_prefix("informer-gen (lean") {
                     Some(rest) => match rest {
                         ")" => "informer-gen (CRD types)",
+                        ", paged list)" => "informer-gen (CRD types, paged list)",
                         ", streams)" => "informer-gen (CRD types, streams)",
                         ", handler threads)" => "informer-gen (CRD types, handler threads)",
                         other => panic!("no custom-resource name for informer-gen (lean{other}"),
@@ -498,8 +487,15 @@ fn clients_of<'a>(workload: &str, clients: &[ClientRun<'a>]) -> Vec<ClientRun<'a
                     None => panic!("no custom-resource name for {lean}"),
                 },
             };
-            // Ours has no lean layout for the custom resource: its generated types.
-            let extra: &'a [&'a str] = if extra.contains(&"--streams") { &["--streams"] } else { &[] };
+            // Ours has no lean layout for the custom resource: its generated types, with the
+            // same handlers or list.
+            let extra: &'a [&'a str] = if extra.contains(&"--streams") {
+                &["--streams"]
+            } else if extra.contains(&"--paged-list") {
+                &["--paged-list"]
+            } else {
+                &[]
+            };
             (renamed, cmd.clone(), extra)
         })
         .collect()
