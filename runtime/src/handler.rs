@@ -39,8 +39,9 @@ pub enum Event<K> {
         /// the store to a handler added late).
         is_in_initial_list: bool,
     },
-    /// An object in the cache changed, or was resynced (then `old` and `new` are the same
-    /// object) or relisted (then their resourceVersions may be equal).
+    /// An object in the cache changed, or was resynced, or was relisted. `old` and `new` are
+    /// the same object on a resync, and on a relist that found the resourceVersion the cache
+    /// held (the cache keeps the object it held).
     Update {
         /// The previous state.
         old: Arc<K>,

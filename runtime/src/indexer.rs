@@ -137,6 +137,17 @@ fn build_index<K>(items: &ItemMap<K>, f: &IndexFunc<K>) -> Index<K> {
     index
 }
 
+/// What [`Indexer::upsert_unless`] did.
+#[derive(Debug)]
+pub enum Upserted<K> {
+    /// Nothing was held under the key; the object is stored.
+    Added,
+    /// The object is stored in place of this one.
+    Replaced(Arc<K>),
+    /// The object held under the key stays (this one); the given object was not stored.
+    Kept(Arc<K>),
+}
+
 /// A thread-safe, indexed map from [`ObjectKey`] to `Arc<K>`.
 pub struct Indexer<K> {
     inner: RwLock<Inner<K>>,
@@ -276,6 +287,23 @@ impl<K> Indexer<K> {
         let (held, old) = inner.items.upsert(key, obj.clone());
         update_indices(&mut inner, &held, old.as_deref(), Some(&obj));
         old
+    }
+
+    /// Like [`Indexer::upsert`], but keeps the object held under `key` when `keep(held, &obj)`
+    /// is true: then the store is left as it was and `obj` is not stored.
+    pub fn upsert_unless(&self, key: ObjectKey, obj: Arc<K>, keep: impl FnOnce(&K, &K) -> bool) -> Upserted<K> {
+        let mut inner = self.inner.write();
+        if let Some(held) = inner.items.get(key.as_str()) {
+            if keep(held, &obj) {
+                return Upserted::Kept(held.clone());
+            }
+        }
+        let (held, old) = inner.items.upsert(key, obj.clone());
+        update_indices(&mut inner, &held, old.as_deref(), Some(&obj));
+        match old {
+            Some(old) => Upserted::Replaced(old),
+            None => Upserted::Added,
+        }
     }
 
     /// Removes the object under `key`; returns it if it was there.

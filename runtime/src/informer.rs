@@ -8,6 +8,12 @@
 //!   exactly the changes applied after that replay: no change is missed or seen twice.
 //! - Objects are shared as `Arc<K>` between the store and all handlers; nothing is cloned
 //!   per handler.
+//! - A relisted object whose resourceVersion (non-empty) equals the one of the object the
+//!   store holds under its key is that object: the store keeps the held `Arc`, and the
+//!   update handed to handlers has it as both `old` and `new`. So the updates of a relist
+//!   that handlers have not yet taken hold no object beside the cache. (Only a change of a
+//!   CRD's defaults or schema can change what the server sends for one resourceVersion;
+//!   the cache then keeps the older form until the object is next written.)
 //! - `Sync` deltas (periodic resync) reach only the handlers whose resync period is due;
 //!   every other change reaches every handler. An update from a relist whose
 //!   resourceVersion did not change is delivered to every handler, as client-go does for
@@ -32,7 +38,7 @@ use crate::handler::{
     EventHandler, EventStream, HandlerOptions, HandlerRegistration, Listener, listener, spawn_handler_thread,
 };
 use crate::handler::Event;
-use crate::indexer::{IndexFunc, IndexError, Indexer};
+use crate::indexer::{IndexFunc, IndexError, Indexer, Upserted};
 use crate::lister::Lister;
 use crate::lister_watcher::{BoxListerWatcher, ListerWatcher};
 use crate::queue::{Popped, Queue, QueueMode};
@@ -457,6 +463,18 @@ fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc
                 };
                 distribute(listeners, Event::Delete(obj), None);
             }
+            DeltaType::Replaced => {
+                // A relisted object at the resourceVersion the store holds is the object it
+                // holds: the held one stays, and the one just decoded is dropped here rather
+                // than held by handlers' queued events beside the cache.
+                let obj = delta.object.object().clone();
+                let event = match inner.indexer.upsert_unless(delta.key, obj.clone(), same_resource_version) {
+                    Upserted::Kept(held) => Event::Update { old: held.clone(), new: held },
+                    Upserted::Replaced(old) => Event::Update { old, new: obj },
+                    Upserted::Added => Event::Add { obj, is_in_initial_list: popped.is_in_initial_list },
+                };
+                distribute(listeners, event, None);
+            }
             kind => {
                 let obj = delta.object.object().clone();
                 match inner.indexer.upsert(delta.key, obj.clone()) {
@@ -476,6 +494,13 @@ fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc
             }
         }
     }
+}
+
+/// Whether `held` and `listed` carry the same, non-empty resourceVersion: the server changes
+/// an object's resourceVersion on every write, so they are the same state of one object.
+fn same_resource_version<K: Resource>(held: &K, listed: &K) -> bool {
+    let held = held.meta().resource_version.as_deref().unwrap_or("");
+    !held.is_empty() && Some(held) == listed.meta().resource_version.as_deref()
 }
 
 fn distribute<K>(listeners: &[Arc<Listener<K>>], event: Event<K>, only: Option<&HashSet<u64>>) {
@@ -522,5 +547,26 @@ async fn resync_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>) 
             *inner.syncing.lock() = due;
             inner.queue.resync();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::same_resource_version;
+
+    fn at(rv: Option<&str>) -> ConfigMap {
+        ConfigMap { metadata: ObjectMeta { resource_version: rv.map(Into::into), ..Default::default() }, ..Default::default() }
+    }
+
+    #[test]
+    fn only_an_equal_non_empty_resource_version_is_the_same_state() {
+        assert!(same_resource_version(&at(Some("7")), &at(Some("7"))));
+        assert!(!same_resource_version(&at(Some("7")), &at(Some("8"))));
+        assert!(!same_resource_version(&at(Some("7")), &at(None)));
+        assert!(!same_resource_version(&at(None), &at(None)));
+        assert!(!same_resource_version(&at(Some("")), &at(Some(""))));
     }
 }

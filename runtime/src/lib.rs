@@ -85,7 +85,7 @@ pub use generic::{
     ResourceRegistry,
 };
 pub use handler::{Event, EventHandler, EventStream, HandlerFn, HandlerOptions, HandlerRegistration};
-pub use indexer::{IndexError, IndexFunc, Indexer, IndexerView, NAMESPACE_INDEX, namespace_index_func};
+pub use indexer::{IndexError, IndexFunc, Indexer, IndexerView, NAMESPACE_INDEX, Upserted, namespace_index_func};
 pub use informer::{InformerOptions, MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
 pub use key::{KeySet, ObjectKey};
 pub use kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::cm;
-use informer_runtime::{IndexError, IndexFunc, Indexer, NAMESPACE_INDEX, ObjectKey};
+use informer_runtime::{IndexError, IndexFunc, Indexer, NAMESPACE_INDEX, ObjectKey, Upserted};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 fn by_label(label: &'static str) -> IndexFunc<ConfigMap> {
@@ -95,6 +95,30 @@ fn index_errors() {
     // A failed add_indexers changes nothing.
     assert!(s.add_indexers([("a".to_string(), by_label("a")), ("a".to_string(), by_label("a"))]).is_err());
     assert!(!s.index_names().contains(&"a".to_string()));
+}
+
+#[test]
+fn upsert_unless_keeps_the_held_object_or_replaces_it_with_indices_exact() {
+    let s = Indexer::new();
+    s.add_indexers([("app".to_string(), by_label("app"))]).unwrap();
+    let first = Arc::new(cm("ns", "a", &[("app", "x")]));
+    assert!(matches!(s.upsert_unless("ns/a".into(), first.clone(), |_, _| true), Upserted::Added));
+    // Kept: the held object stays everywhere, the given one is not stored.
+    let ignored = Arc::new(cm("ns", "a", &[("app", "y")]));
+    let Upserted::Kept(held) = s.upsert_unless("ns/a".into(), ignored.clone(), |held, new| {
+        held.metadata.labels != new.metadata.labels
+    }) else {
+        panic!("kept")
+    };
+    assert!(Arc::ptr_eq(&held, &first) && Arc::ptr_eq(&s.get("ns/a").unwrap(), &first));
+    assert_eq!(Arc::strong_count(&ignored), 1, "the store holds no reference to what it did not keep");
+    assert_eq!(names(s.by_index("app", "x").unwrap()), set(&["a"]));
+    assert!(s.by_index("app", "y").unwrap().is_empty());
+    // Replaced: the new object is stored and indexed, the old one returned.
+    let Upserted::Replaced(old) = s.upsert_unless("ns/a".into(), ignored.clone(), |_, _| false) else { panic!("replaced") };
+    assert!(Arc::ptr_eq(&old, &first) && Arc::ptr_eq(&s.get("ns/a").unwrap(), &ignored));
+    assert_eq!(names(s.by_index("app", "y").unwrap()), set(&["a"]));
+    assert!(s.by_index("app", "x").unwrap().is_empty());
 }
 
 #[test]

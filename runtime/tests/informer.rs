@@ -340,6 +340,49 @@ async fn duplicate_and_out_of_order_events_then_relist_converge() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relist_keeps_the_held_object_at_an_unchanged_resource_version() {
+    for mode in [WatchListMode::Never, WatchListMode::Auto] {
+        let server = FakeApiServer::new();
+        server.create(cm("ns", "same", &[]));
+        let stale = server.create(cm("ns", "changed", &[]));
+        let inf = informer(&server, mode);
+        let mut stream = inf.stream().unwrap();
+        inf.start().unwrap();
+        inf.wait_for_sync().await;
+        let changed = server.update(cm("ns", "changed", &[("v", "2")]));
+        converged(&server, &inf).await;
+        // A stale event puts an older state of "changed" in the cache; the relist brings
+        // the newer one back.
+        server.inject(informer_runtime::WatchEvent::Modified(stale.clone()));
+        eventually(5, "stale event applied", || inf.indexer().get("ns/changed").is_some_and(|o| rv(&o) == rv(&stale))).await;
+        let held_same = inf.indexer().get("ns/same").unwrap();
+        let held_stale = inf.indexer().get("ns/changed").unwrap();
+        let mut seen = Vec::new();
+        while let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(100), stream.next()).await {
+            seen.push(describe(&event));
+        }
+        assert_eq!(seen.len(), 4, "{mode:?}: 2 adds, the update and the stale event's update: {seen:?}");
+
+        server.expire_watchers();
+        let mut relisted = BTreeMap::new();
+        while relisted.len() < 2 {
+            let event = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("relist events").unwrap();
+            let Event::Update { old, new } = event else { panic!("{mode:?}: a relist of cached objects updates them") };
+            relisted.insert(key(&new), (old, new));
+        }
+        let (old, new) = &relisted["ns/same"];
+        assert!(Arc::ptr_eq(old, &held_same) && Arc::ptr_eq(new, &held_same), "{mode:?}: unchanged: the held object, as old and new");
+        assert!(Arc::ptr_eq(&inf.indexer().get("ns/same").unwrap(), &held_same), "{mode:?}: the cache keeps the held object");
+        let (old, new) = &relisted["ns/changed"];
+        assert!(Arc::ptr_eq(old, &held_stale), "{mode:?}");
+        assert_eq!((rv(old), rv(new)), (rv(&stale), rv(&changed)), "{mode:?}: a newer resourceVersion replaces");
+        assert_eq!(new.metadata.labels, changed.metadata.labels, "{mode:?}");
+        assert!(Arc::ptr_eq(&inf.indexer().get("ns/changed").unwrap(), new), "{mode:?}");
+        inf.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_handler_sees_exactly_the_current_objects_once() {
     let server = FakeApiServer::new();
     for i in 0..20 {
