@@ -293,12 +293,10 @@ impl<K> Indexer<K> {
     /// is true: then the store is left as it was and `obj` is not stored.
     pub fn upsert_unless(&self, key: ObjectKey, obj: Arc<K>, keep: impl FnOnce(&K, &K) -> bool) -> Upserted<K> {
         let mut inner = self.inner.write();
-        if let Some(held) = inner.items.get(key.as_str()) {
-            if keep(held, &obj) {
-                return Upserted::Kept(held.clone());
-            }
-        }
-        let (held, old) = inner.items.upsert(key, obj.clone());
+        let (held, old) = match inner.items.upsert_unless(key, obj.clone(), keep) {
+            Ok(stored) => stored,
+            Err(held) => return Upserted::Kept(held),
+        };
         update_indices(&mut inner, &held, old.as_deref(), Some(&obj));
         match old {
             Some(old) => Upserted::Replaced(old),

@@ -116,11 +116,28 @@ impl<K> ItemMap<K> {
     /// Inserts or replaces the object under `key`. Returns the key now stored (the one
     /// already there, if any) and the object replaced.
     pub(crate) fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> (ObjectKey, Option<Arc<K>>) {
+        match self.upsert_unless(key, obj, |_, _| false) {
+            Ok(stored) => stored,
+            Err(_) => unreachable!("upsert keeps nothing"),
+        }
+    }
+
+    /// Like [`ItemMap::upsert`], in one lookup, but leaves the entry as it is when
+    /// `keep(held, &obj)` is true: then returns the held object as `Err`.
+    pub(crate) fn upsert_unless(
+        &mut self,
+        key: ObjectKey,
+        obj: Arc<K>,
+        keep: impl FnOnce(&K, &K) -> bool,
+    ) -> Result<(ObjectKey, Option<Arc<K>>), Arc<K>> {
         let hasher = self.hasher;
         let rehash = |slot: &Slot<K>| hasher.hash(slot.key.as_str());
-        match self.table.entry(hasher.hash(key.as_str()), |slot| slot.is(key.as_str()), rehash) {
+        Ok(match self.table.entry(hasher.hash(key.as_str()), |slot| slot.is(key.as_str()), rehash) {
             Entry::Occupied(mut e) => {
                 let slot = e.get_mut();
+                if keep(&slot.obj, &obj) {
+                    return Err(slot.obj.clone());
+                }
                 let old = std::mem::replace(&mut slot.obj, obj);
                 (slot.key.clone(), Some(old))
             }
@@ -128,7 +145,7 @@ impl<K> ItemMap<K> {
                 e.insert(Slot::new(key.clone(), obj));
                 (key, None)
             }
-        }
+        })
     }
 
     /// Removes the entry under `key`; returns its stored key and object.
