@@ -463,22 +463,18 @@ fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc
                 };
                 distribute(listeners, Event::Delete(obj), None);
             }
-            DeltaType::Replaced => {
+            kind => {
                 // A relisted object at the resourceVersion the store holds is the object it
                 // holds: the held one stays, and the one just decoded is dropped here rather
                 // than held by handlers' queued events beside the cache.
+                let relisted_unchanged = |held: &K, new: &K| kind == DeltaType::Replaced && same_resource_version(held, new);
                 let obj = delta.object.object().clone();
-                let event = match inner.indexer.upsert_unless(delta.key, obj.clone(), same_resource_version) {
-                    Upserted::Kept(held) => Event::Update { old: held.clone(), new: held },
-                    Upserted::Replaced(old) => Event::Update { old, new: obj },
-                    Upserted::Added => Event::Add { obj, is_in_initial_list: popped.is_in_initial_list },
-                };
-                distribute(listeners, event, None);
-            }
-            kind => {
-                let obj = delta.object.object().clone();
-                match inner.indexer.upsert(delta.key, obj.clone()) {
-                    Some(old) => {
+                match inner.indexer.upsert_unless(delta.key, obj.clone(), relisted_unchanged) {
+                    Upserted::Added => {
+                        distribute(listeners, Event::Add { obj, is_in_initial_list: popped.is_in_initial_list }, None);
+                    }
+                    Upserted::Kept(held) => distribute(listeners, Event::Update { old: held.clone(), new: held }, None),
+                    Upserted::Replaced(old) => {
                         let event = Event::Update { old, new: obj };
                         if kind == DeltaType::Sync {
                             let syncing = inner.syncing.lock();
@@ -486,9 +482,6 @@ fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc
                         } else {
                             distribute(listeners, event, None);
                         }
-                    }
-                    None => {
-                        distribute(listeners, Event::Add { obj, is_in_initial_list: popped.is_in_initial_list }, None);
                     }
                 }
             }
