@@ -132,6 +132,12 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
     fn len(&self) -> usize {
         delegate!(self, q => q.len())
     }
+    async fn drained_to(&self, n: usize) {
+        match self {
+            AnyQueue::InOrder(q) => q.drained_to(n).await,
+            AnyQueue::Delta(q) => q.drained_to(n).await,
+        }
+    }
     fn close(&self) {
         delegate!(self, q => q.close())
     }

@@ -95,12 +95,9 @@ pub trait Queue<K>: Send + Sync {
     /// Number of queued batches (keys for the DeltaFIFO, deltas for the in-order FIFO).
     fn len(&self) -> usize;
     /// Waits until at most `n` batches are queued, or the queue is closed (a reflector waits
-    /// so before it queues more of a list). A queue that does not say when it is popped
-    /// (the default) does not wait.
-    fn drained_to(&self, n: usize) -> impl std::future::Future<Output = ()> + Send + '_ {
-        _ = n;
-        std::future::ready(())
-    }
+    /// so before it queues more of a list). Required, with no default: a queue that wraps
+    /// another must pass the wait on, or a list is no longer held back by it.
+    fn drained_to(&self, n: usize) -> impl std::future::Future<Output = ()> + Send + '_;
     /// True when nothing is queued.
     fn is_empty(&self) -> bool {
         self.len() == 0

@@ -20,9 +20,12 @@
 //!   client gives up on a watch that stays silent for longer than that plus a margin.
 //! - With WatchList ([`WatchListMode`]), the initial state is streamed by a watch with
 //!   `sendInitialEvents=true`; it counts as synced only at the bookmark annotated
-//!   `k8s.io/initial-events-end`. A stream that ends, fails, or stays without that
-//!   bookmark for `initial_events_timeout` falls back to list + watch in the same round;
-//!   a server that rejects the request (4xx) is never asked for WatchList again.
+//!   `k8s.io/initial-events-end`. Its objects are handed to the queue in batches as they
+//!   are read, without waiting for the queue to drain: a watch is read as the server
+//!   writes it, so only a paged list is held back. A stream that ends, fails, or stays
+//!   without that bookmark for `initial_events_timeout` falls back to list + watch in the
+//!   same round; a server that rejects the request (4xx) is never asked for WatchList
+//!   again.
 //! - Errors other than a watch 410 wait an exponential backoff (800 ms → 30 s, reset after
 //!   2 min without errors) before the next round; every error goes to the error hook.
 //! - Cancellation stops the reflector at its next await point.

@@ -383,6 +383,43 @@ async fn relist_keeps_the_held_object_at_an_unchanged_resource_version() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paged_list_waits_for_the_informer_to_take_what_it_queued() {
+    // The reflector stops queueing a list at 256 queued deltas plus one page, whatever the
+    // queue mode: here the informer is held up by a stream bounded to one event that is not
+    // read yet, so nothing is popped after its first two events.
+    for queue_mode in [QueueMode::InOrder, QueueMode::DeltaFifo] {
+        let server = FakeApiServer::new();
+        for i in 0..2000 {
+            server.create(cm("ns", &format!("cm{i:04}"), &[]));
+        }
+        let mut opts = options(WatchListMode::Never, queue_mode);
+        opts.reflector.page_size = 100;
+        let inf = SharedIndexInformer::new(server.clone(), opts);
+        let mut stream = inf.stream_with(HandlerOptions { queue_bound: Some(1), ..Default::default() }).unwrap();
+        inf.start().unwrap();
+        eventually(10, "the list queued up to the bound", || inf.queue_len() >= 256).await;
+        // Time for a reflector that does not wait to page through the rest.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let queued = inf.queue_len();
+        assert!(queued <= 256 + 100, "{queue_mode:?}: {queued} deltas queued");
+        assert!(server.list_calls().len() < 20, "{queue_mode:?}: {} pages asked for", server.list_calls().len());
+        assert!(!inf.has_synced());
+
+        // Once the stream is read, the list goes on to the end.
+        let mut added = 0;
+        while added < 2000 {
+            let event = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("initial events").unwrap();
+            assert!(matches!(event, Event::Add { is_in_initial_list: true, .. }), "{queue_mode:?}");
+            added += 1;
+        }
+        assert!(inf.wait_for_sync().await);
+        assert_eq!(inf.indexer().len(), 2000, "{queue_mode:?}");
+        assert_eq!(server.list_calls().len(), 20, "{queue_mode:?}: one call per page");
+        inf.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_handler_sees_exactly_the_current_objects_once() {
     let server = FakeApiServer::new();
     for i in 0..20 {
