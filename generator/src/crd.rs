@@ -12,6 +12,16 @@ use crate::model::{ObjectType, Resource};
 /// The verbs every custom resource serves.
 const CRD_VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
+/// The OpenAPI definition name the API server publishes for a custom resource: the group's
+/// labels reversed, then version and kind (`monitoring.coreos.com`, `v1`, `ServiceMonitor` →
+/// `com.coreos.monitoring.v1.ServiceMonitor`). `Config::lean_type` takes it.
+pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
+    let mut parts: Vec<&str> = group.split('.').filter(|s| !s.is_empty()).rev().collect();
+    parts.push(version);
+    parts.push(kind);
+    parts.join(".")
+}
+
 /// One resource per served version of `crd` (at JSON pointer `at` in `file`).
 pub fn resources(file: &Path, crd: &Value, at: &str) -> Result<Vec<Resource>> {
     let str_at = |ptr: &str| {

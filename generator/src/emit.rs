@@ -74,7 +74,16 @@ pub fn informer_resources(resources: &[Resource]) -> Vec<&Resource> {
 /// With `protobuf`, built-in kinds whose protobuf tables are known get them (module
 /// `protobuf`, registered in `registry()`), and their informers read protobuf.
 pub fn emit<'a>(chosen: &[&'a Resource], externs: &ExternPaths, lean: &BTreeSet<String>, defs: &Definitions, protobuf: bool) -> Result<ModuleTree<'a>> {
-    let lean_tree = LeanGen::new(defs, externs, lean, chosen)?.emit()?;
+    // Custom resources named in `lean` get lean types from their schema; the other names are
+    // built-in definitions, for `LeanGen`.
+    let lean_crds: BTreeSet<String> = chosen
+        .iter()
+        .filter(|r| matches!(r.object, ObjectType::Crd { .. }))
+        .map(|r| crate::crd::definition_name(&r.group, &r.version, &r.kind))
+        .filter(|name| lean.contains(name))
+        .collect();
+    let lean_builtins: BTreeSet<String> = lean.difference(&lean_crds).cloned().collect();
+    let lean_tree = LeanGen::new(defs, externs, &lean_builtins, chosen)?.emit()?;
     let group_names = group_modules(chosen.iter().map(|r| r.group.as_str()));
     // group module → (group, version → resources)
     let mut groups: BTreeMap<&str, (&'a str, BTreeMap<&'a str, Vec<&'a Resource>>)> = BTreeMap::new();
@@ -211,9 +220,13 @@ fn version_module<'a>(
     let mut vtree = ModuleTree::new(&vdoc);
     let mut accessors = Vec::new();
     // The custom resources whose types this module holds.
-    let mut crds: Vec<&'a Resource> = Vec::new();
+    let mut crds: Vec<(&'a Resource, bool)> = Vec::new();
     for &r in rs {
-        let is_lean = matches!(&r.object, ObjectType::Definition(def) if lean.contains(def));
+        let is_lean = match &r.object {
+            ObjectType::Definition(def) => lean.contains(def),
+            ObjectType::Crd { .. } => lean.contains(&crate::crd::definition_name(group, version, &r.kind)),
+            ObjectType::Unknown => false,
+        };
         // The object type's path, and what it is for errors.
         let (object, what) = match &r.object {
             ObjectType::Definition(def) if lean.contains(def) => {
@@ -237,9 +250,13 @@ fn version_module<'a>(
                 return Err(Error::new(&r.source, "/paths", format!("resource {} ({shown}/{version}) has no object schema", r.plural)));
             }
             ObjectType::Crd { .. } => match externs.custom(group, version, &r.kind) {
+                Some(_) if is_lean => {
+                    let name = crate::crd::definition_name(group, version, &r.kind);
+                    return Err(Error::new(&r.source, "", format!("{name} is both a lean type and mapped to an extern path; choose one")));
+                }
                 Some(path) => (path, "extern path"),
                 None => {
-                    crds.push(r);
+                    crds.push((r, is_lean));
                     (format!("super::{}", r.kind), "kind")
                 }
             },
@@ -275,9 +292,9 @@ fn version_module<'a>(
                 names.reserve(kind);
             }
             let mut items = TokenStream::new();
-            for r in &crds {
+            for &(r, is_lean) in &crds {
                 let ObjectType::Crd { schema, pointer } = &r.object else { unreachable!("only custom resources are collected") };
-                let mut tg = TypeGen::new(&r.source, &mut names);
+                let mut tg = TypeGen::new(&r.source, &mut names, is_lean);
                 let of = RootOf { group, version, kind: &r.kind, plural: &r.plural, namespaced: r.namespaced };
                 tg.root(&of, schema, pointer)?;
                 items.extend(tg.items);

@@ -140,7 +140,10 @@ impl<'a> LeanGen<'a> {
                 return Err(Error::new(
                     std::path::Path::new("--lean"),
                     "",
-                    format!("{name}: no resource with list and watch in the inputs has this definition as its object type"),
+                    format!(
+                        "{name}: no resource with list and watch in the inputs has this definition as its object type \
+                         (a custom resource's name is its group reversed, its version and kind: com.example.v1.Widget)"
+                    ),
                 ));
             };
             if let Some(other) = users.find(|r| (&r.group, &r.version, &r.kind) != (&first.group, &first.version, &first.kind)) {

@@ -189,9 +189,13 @@ impl Config {
         self
     }
 
-    /// Caches the resource whose object type is OpenAPI definition `definition`
-    /// (`io.k8s.api.core.v1.Pod`) in the memory-lean layout (see [`lean`]): its informer
-    /// and listers hand out `lean::…` types, convertible to and from the k8s-openapi type.
+    /// Caches the resource whose object type is OpenAPI definition `definition` in the
+    /// memory-lean layout. A built-in kind (`io.k8s.api.core.v1.Pod`, see [`lean`]): its
+    /// informer and listers hand out `lean::…` types, convertible to and from the k8s-openapi
+    /// type. A custom resource, named as the API server names its definition — the group's
+    /// labels reversed, then version and kind (`com.coreos.monitoring.v1.ServiceMonitor`, see
+    /// [`crd::definition_name`]): its types are emitted lean in place of the plain ones (see
+    /// [`types`]).
     pub fn lean_type(&mut self, definition: impl Into<String>) -> &mut Self {
         self.lean.insert(definition.into());
         self

@@ -27,6 +27,21 @@
 //! check` most of its time on these types. They derive `Serialize`; the resource's root type
 //! writes its own.
 //!
+//! In the memory-lean layout (`Config::lean_type` with the custom resource's definition name,
+//! `com.coreos.monitoring.v1.ServiceMonitor`), the same schema maps as the built-in lean types
+//! do (see [`crate::lean`]), on `informer_runtime::lean`:
+//! - every property is an `Option`, skipped when `None` (what was absent stays absent);
+//! - `string` → `Str` (interned; enums stay enums); `array` → `Box<[item]>`;
+//!   `additionalProperties` → `Map<value>`; open objects and untyped values → `RawJson`;
+//!   `x-kubernetes-int-or-string` → the lean `IntOrString`;
+//! - an object with properties → a struct referred to as `Shared<T>` (hash-consed: equal
+//!   sub-objects anywhere in the cache are stored once), decoded through `from_fields!` as
+//!   plain types are; an object that preserves unknown fields keeps the fields it does not
+//!   name in a flattened `Map<RawJson>` and decodes through serde's derive;
+//! - the root holds `LeanMeta` (`managedFields`, `labels`, `annotations` and
+//!   `ownerReferences` kept lean beside the k8s-openapi `ObjectMeta`) and implements
+//!   `LeanRoot`, so `lean_informer_for` serves it.
+//!
 //! CRD schemas cannot refer to other schemas, so types are trees: no recursion.
 //! Invariant: each type is one `TokenStream` pushed in schema order, so output is stable.
 
@@ -41,6 +56,7 @@ use crate::error::{Error, Result, pointer_segment};
 use crate::naming::{UniqueNames, field_ident, field_name, type_part};
 
 const SERDE: &str = "::informer_runtime::reexports::serde";
+const LEAN: &str = "::informer_runtime::lean";
 
 /// What names a custom resource's root type: its group, version, kind, plural and scope.
 #[derive(Clone, Copy)]
@@ -61,6 +77,8 @@ pub struct RootOf<'a> {
 pub struct TypeGen<'a> {
     file: &'a Path,
     names: &'a mut UniqueNames,
+    /// The memory-lean layout (module docs) instead of the plain one.
+    lean: bool,
     /// The emitted items, in order.
     pub items: Vec<TokenStream>,
 }
@@ -158,9 +176,14 @@ fn flag(schema: &Value, name: &str) -> bool {
 }
 
 impl<'a> TypeGen<'a> {
-    /// A generator for `file`, naming types through `names` (shared by the version module).
-    pub fn new(file: &'a Path, names: &'a mut UniqueNames) -> Self {
-        TypeGen { file, names, items: Vec::new() }
+    /// A generator for `file`, naming types through `names` (shared by the version module);
+    /// `lean`: in the memory-lean layout.
+    pub fn new(file: &'a Path, names: &'a mut UniqueNames, lean: bool) -> Self {
+        TypeGen { file, names, lean, items: Vec::new() }
+    }
+
+    fn lean_path(&self) -> syn::Path {
+        syn::parse_str(LEAN).expect("valid path")
     }
 
     fn err(&self, ptr: &str, msg: impl Into<String>) -> Error {
@@ -184,6 +207,10 @@ impl<'a> TypeGen<'a> {
         let ident = format_ident!("{}", name);
         let props = schema.get("properties").and_then(Value::as_object);
         let required = required_set(schema);
+        let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
+        // A lean root that keeps unknown fields decodes through serde's derive (a flattened
+        // map), so its fields carry serde attributes; every other root writes its own impls.
+        let derived = self.lean && preserve;
         let mut fields = Vec::new();
         let mut ser = Vec::new();
         let mut field_names = UniqueNames::default();
@@ -196,7 +223,7 @@ impl<'a> TypeGen<'a> {
                     continue;
                 }
                 let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
-                let f = self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names, false)?;
+                let f = self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names, derived)?;
                 let fid = &f.ident;
                 ser.push(if f.optional {
                     quote! { if let ::std::option::Option::Some(v) = &self.#fid { map.serialize_entry(#pname, v)?; } }
@@ -206,13 +233,13 @@ impl<'a> TypeGen<'a> {
                 fields.push(f);
             }
         }
-        let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
-        let decode = from_fields(&ident, &fields, true, preserve);
+        let decode = if derived { TokenStream::new() } else { from_fields(&ident, &fields, true, preserve) };
         let mut fields: Vec<TokenStream> = fields.into_iter().map(|f| f.tokens).collect();
         if preserve {
-            fields.push(extra_field(false));
+            fields.push(if self.lean { self.lean_extra_field() } else { extra_field(false) });
+            let entries = if self.lean { quote!(self.extra.iter()) } else { quote!(&self.extra) };
             ser.push(quote! {
-                for (k, v) in &self.extra {
+                for (k, v) in #entries {
                     if k != "apiVersion" && k != "kind" {
                         map.serialize_entry(k, v)?;
                     }
@@ -226,15 +253,63 @@ impl<'a> TypeGen<'a> {
         } else {
             quote!(::informer_runtime::reexports::k8s_openapi::ClusterResourceScope)
         };
-        let what = format!(" `{kind}` objects ({api_version}, resource `{plural}`).");
+        let object_meta = quote!(::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta);
+        let (what, struct_head, metadata, meta, lean_impls) = if self.lean {
+            let lean = self.lean_path();
+            (
+                format!(" Lean `{kind}` objects ({api_version}, resource `{plural}`): interned strings, shared sub-objects."),
+                if derived {
+                    quote! {
+                        #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::informer_runtime::reexports::serde::Deserialize)]
+                        #[serde(crate = #SERDE)]
+                    }
+                } else {
+                    quote!(#[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)])
+                },
+                {
+                    let default = derived.then(|| quote!(#[serde(default)]));
+                    quote! {
+                        /// Standard object metadata (`labels`, `annotations`, `managedFields` and
+                        /// `ownerReferences` in `LeanMeta`'s own fields, lean: `meta().labels` is `None`).
+                        #default
+                        pub metadata: #lean::LeanMeta,
+                    }
+                },
+                quote!(self.metadata.object_meta),
+                quote! {
+                    impl #ident {
+                        /// Drops `managedFields` (for `SharedIndexInformer::set_transform`).
+                        pub fn without_managed_fields(mut self) -> Self {
+                            self.metadata.strip_managed_fields();
+                            self
+                        }
+                    }
+
+                    impl #lean::LeanRoot for #ident {
+                        fn lean_meta(&self) -> &#lean::LeanMeta { &self.metadata }
+                        fn lean_meta_mut(&mut self) -> &mut #lean::LeanMeta { &mut self.metadata }
+                    }
+                },
+            )
+        } else {
+            (
+                format!(" `{kind}` objects ({api_version}, resource `{plural}`)."),
+                quote!(#[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]),
+                quote! {
+                    /// Standard object metadata.
+                    pub metadata: #object_meta,
+                },
+                quote!(self.metadata),
+                TokenStream::new(),
+            )
+        };
         self.items.push(quote! {
             #doc
             ///
             #[doc = #what]
-            #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
+            #struct_head
             pub struct #ident {
-                /// Standard object metadata.
-                pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+                #metadata
                 #(#fields)*
             }
 
@@ -252,6 +327,8 @@ impl<'a> TypeGen<'a> {
 
             #decode
 
+            #lean_impls
+
             impl ::informer_runtime::reexports::kube_core::Resource for #ident {
                 type DynamicType = ();
                 type Scope = #scope;
@@ -260,11 +337,21 @@ impl<'a> TypeGen<'a> {
                 fn version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#version) }
                 fn api_version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#api_version) }
                 fn plural(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#plural) }
-                fn meta(&self) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta { &self.metadata }
-                fn meta_mut(&mut self) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta { &mut self.metadata }
+                fn meta(&self) -> &#object_meta { &#meta }
+                fn meta_mut(&mut self) -> &mut #object_meta { &mut #meta }
             }
         });
         Ok(())
+    }
+
+    /// The lean map of the fields a preserve-unknown-fields schema does not name.
+    fn lean_extra_field(&self) -> TokenStream {
+        let lean = self.lean_path();
+        quote! {
+            /// Fields the schema does not name (it preserves unknown fields), as sent.
+            #[serde(flatten)]
+            pub extra: #lean::Map<#lean::RawJson>,
+        }
     }
 
     /// One property of a struct; `nested`: the struct is not the resource's root (whose
@@ -280,6 +367,18 @@ impl<'a> TypeGen<'a> {
         let ident = field_ident(&fname);
         let doc = docs(pschema);
         let rename = if fname.trim_start_matches("r#") == pname { None } else { Some(quote!(rename = #pname,)) };
+        if self.lean {
+            // Every lean property is an `Option`: what was absent stays absent.
+            let req = required.then(|| quote!(#[doc = " Required by the schema."]));
+            let attrs = nested.then(|| quote!(#[serde(#rename default, skip_serializing_if = "::std::option::Option::is_none")]));
+            let tokens = quote! {
+                #doc
+                #req
+                #attrs
+                pub #ident: ::std::option::Option<#ty>,
+            };
+            return Ok(Field { ident, tokens, optional: true, pname: pname.to_string(), slot: Slot::Option });
+        }
         let optional = !required || flag(pschema, "nullable");
         // What `type_of` maps to a `Vec` (decoded to its exact length) or to a struct.
         let shape = if flag(pschema, "x-kubernetes-int-or-string") { None } else { ty_of(pschema) };
@@ -318,18 +417,29 @@ impl<'a> TypeGen<'a> {
         if let Some(r) = schema.get("$ref") {
             return Err(self.err(&format!("{ptr}/$ref"), format!("$ref {r} is not allowed in a CRD schema")));
         }
+        let lean = self.lean.then(|| self.lean_path());
         if flag(schema, "x-kubernetes-int-or-string") {
-            return Ok(quote!(::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString));
+            return Ok(match lean {
+                Some(lean) => quote!(#lean::IntOrString),
+                None => quote!(::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString),
+            });
         }
-        let value = quote!(::informer_runtime::reexports::serde_json::Value);
+        let value = match &lean {
+            Some(lean) => quote!(#lean::RawJson),
+            None => quote!(::informer_runtime::reexports::serde_json::Value),
+        };
+        let string = match &lean {
+            Some(lean) => quote!(#lean::Str),
+            None => quote!(::std::string::String),
+        };
         let has_props = schema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
         match ty_of(schema) {
             Some("string") => match schema.get("enum").and_then(Value::as_array) {
                 Some(values) if !values.is_empty() && values.iter().all(|v| v.is_string() || v.is_null()) => {
                     let values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
-                    if values.is_empty() { Ok(quote!(::std::string::String)) } else { Ok(self.string_enum(schema, hint, &values)) }
+                    if values.is_empty() { Ok(string) } else { Ok(self.string_enum(schema, hint, &values)) }
                 }
-                _ => Ok(quote!(::std::string::String)),
+                _ => Ok(string),
             },
             Some("integer") => Ok(if schema.get("format").and_then(Value::as_str) == Some("int32") { quote!(i32) } else { quote!(i64) }),
             Some("number") => Ok(quote!(::informer_runtime::reexports::serde_json::Number)),
@@ -340,13 +450,19 @@ impl<'a> TypeGen<'a> {
                     Some(_) => return Err(self.err(&format!("{ptr}/items"), "tuple-typed arrays are not supported")),
                     None => value,
                 };
-                Ok(quote!(::std::vec::Vec<#item>))
+                Ok(match lean {
+                    Some(_) => quote!(::std::boxed::Box<[#item]>),
+                    None => quote!(::std::vec::Vec<#item>),
+                })
             }
             Some("object") | None if has_props => self.object(schema, hint, ptr),
             Some("object") => match schema.get("additionalProperties") {
                 Some(ap) if ap.is_object() && !flag(schema, "x-kubernetes-preserve-unknown-fields") => {
                     let v = self.type_of(ap, &format!("{hint}Value"), &format!("{ptr}/additionalProperties"))?;
-                    Ok(quote!(::std::collections::BTreeMap<::std::string::String, #v>))
+                    Ok(match lean {
+                        Some(lean) => quote!(#lean::Map<#v>),
+                        None => quote!(::std::collections::BTreeMap<::std::string::String, #v>),
+                    })
                 }
                 _ => Ok(value),
             },
@@ -370,12 +486,45 @@ impl<'a> TypeGen<'a> {
             let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
             fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names, true)?);
         }
+        let doc = docs(schema);
+        if self.lean {
+            let lean = self.lean_path();
+            // Decoded through `from_fields!`, or serde's derive when unknown fields are kept (in
+            // a flattened map).
+            let (decode, deserialize) = if preserve {
+                (TokenStream::new(), quote!(, ::informer_runtime::reexports::serde::Deserialize))
+            } else {
+                (from_fields(&ident, &fields, false, false), TokenStream::new())
+            };
+            let mut fields: Vec<TokenStream> = fields.into_iter().map(|f| f.tokens).collect();
+            if preserve {
+                fields.push(self.lean_extra_field());
+            }
+            self.items.push(quote! {
+                #doc
+                #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash,
+                    ::informer_runtime::reexports::serde::Serialize #deserialize)]
+                #[serde(crate = #SERDE)]
+                pub struct #ident {
+                    #(#fields)*
+                }
+
+                #decode
+
+                impl #lean::Interned for #ident {
+                    fn table() -> &'static #lean::InternTable<Self> {
+                        static TABLE: #lean::InternTable<#ident> = #lean::InternTable::new();
+                        &TABLE
+                    }
+                }
+            });
+            return Ok(quote!(#lean::Shared<#ident>));
+        }
         let decode = from_fields(&ident, &fields, false, preserve);
         let mut fields: Vec<TokenStream> = fields.into_iter().map(|f| f.tokens).collect();
         if preserve {
             fields.push(extra_field(true));
         }
-        let doc = docs(schema);
         let derives = derives();
         self.items.push(quote! {
             #doc

@@ -250,3 +250,60 @@ fn lean_layout_output_and_errors() {
     let e = bad.render().unwrap_err().to_string();
     assert!(e.contains("io.k8s.api.core.v1.PodSpec") && e.contains("no resource with list and watch"), "{e}");
 }
+
+#[test]
+fn lean_custom_resource_output_and_errors() {
+    let crds = sample_schemas().join("crds");
+    let out = tmp("lean-crd");
+    let mut c = single_file(std::slice::from_ref(&crds), &out);
+    c.lean_type("com.coreos.monitoring.v1.ServiceMonitor");
+    let a = c.render().unwrap().files;
+    assert!(a == c.render().unwrap().files, "two lean runs differ");
+    // prettyplease wraps long types, with a trailing comma in wrapped generics: compare without
+    // either.
+    let text: String = a[&out.join("informers.rs")].split_whitespace().collect::<String>().replace(",>", ">");
+    let monitoring = &text[text.find("pubmodmonitoring_coreos_com{").expect("the monitoring module")..];
+    for needle in [
+        "pub metadata: ::informer_runtime::lean::LeanMeta,",
+        "pub spec: ::std::option::Option<::informer_runtime::lean::Shared<ServiceMonitorSpec>>,",
+        "pub endpoints: ::std::option::Option<::std::boxed::Box<[::informer_runtime::lean::Shared<ServiceMonitorSpecEndpoints>]>>,",
+        "pub interval: ::std::option::Option<::informer_runtime::lean::Str>,",
+        "impl ::informer_runtime::lean::Interned for ServiceMonitorSpecEndpoints {",
+        "impl ::informer_runtime::lean::LeanRoot for ServiceMonitor {",
+        "&self.metadata.object_meta",
+        "self.factory.lean_informer_for::<Object>()",
+    ] {
+        let needle: String = needle.split_whitespace().collect::<String>().replace(",>", ">");
+        assert!(monitoring.contains(&needle), "missing {needle}");
+    }
+    // Other custom resources of the run keep the plain types and constructor.
+    let certs = &text[text.find("pubmodcert_manager_io{").expect("the cert-manager module")..text.find("pubmodgateway{").expect("the gateway module")];
+    assert!(certs.contains("pubmetadata:::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,"));
+    assert!(certs.contains("self.factory.informer_for::<Object>()") && !certs.contains("lean_informer_for") && !certs.contains("lean::Shared"));
+
+    // A misspelled name says how custom resources are named; lean and extern at once is refused.
+    let mut bad = single_file(std::slice::from_ref(&crds), &out);
+    bad.lean_type("monitoring.coreos.com.v1.ServiceMonitor");
+    let e = bad.render().unwrap_err().to_string();
+    assert!(e.contains("monitoring.coreos.com.v1.ServiceMonitor") && e.contains("com.example.v1.Widget"), "{e}");
+    let mut both = single_file(std::slice::from_ref(&crds), &out);
+    both.lean_type("com.coreos.monitoring.v1.ServiceMonitor").extern_path("monitoring.coreos.com/v1/ServiceMonitor", "::my::ServiceMonitor");
+    let e = both.render().unwrap_err();
+    assert!(e.file.ends_with("monitoring.coreos.com_servicemonitors.yaml") && e.to_string().contains("both a lean type and mapped to an extern path"), "{e}");
+}
+
+#[test]
+fn lean_objects_that_preserve_unknown_fields_keep_them_in_a_flattened_map() {
+    let dir = tmp("lean-preserve");
+    let input = dir.join("widgets.yaml");
+    let crd = format!(
+        "{CRD_HEAD}  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n        properties:\n          spec:\n            type: object\n            x-kubernetes-preserve-unknown-fields: true\n            properties:\n              size: {{type: integer}}\n"
+    );
+    std::fs::write(&input, crd).unwrap();
+    let mut c = single_file(std::slice::from_ref(&input), &dir);
+    c.lean_type("com.example.v1.Widget");
+    let text: String = c.render().unwrap().files[&dir.join("informers.rs")].split_whitespace().collect();
+    let extra: String = "#[serde(flatten)] pub extra: ::informer_runtime::lean::Map<::informer_runtime::lean::RawJson>,".split_whitespace().collect();
+    assert_eq!(text.matches(&extra).count(), 2, "the root and spec keep unknown fields");
+    assert!(text.contains("pubsize:::std::option::Option<i64>,"));
+}

@@ -49,7 +49,8 @@ directories are searched recursively for .json, .yaml and .yml files.")]
         #[arg(long = "extern-path", value_name = "KEY=PATH")]
         extern_paths: Vec<String>,
         /// Cache this resource's objects in the memory-lean layout: an OpenAPI definition name
-        /// such as io.k8s.api.core.v1.Pod (repeatable).
+        /// such as io.k8s.api.core.v1.Pod, or a custom resource's (group reversed, version,
+        /// kind) such as com.coreos.monitoring.v1.ServiceMonitor (repeatable).
         #[arg(long = "lean", value_name = "DEFINITION")]
         lean: Vec<String>,
         /// Emit no protobuf tables: every informer reads JSON.
