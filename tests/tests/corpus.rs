@@ -1,9 +1,11 @@
 //! The whole schema corpus (`../shared/schemas`, or `$INFORMER_GEN_SCHEMAS`): every CRD file
 //! and both Kubernetes specs generate; the result compiles without warnings as one package;
 //! and for every CRD version an object with every property set and one with only the
-//! required ones round-trip JSON → Rust → JSON unchanged. Prints the pass rate per project
-//! and the generator's wall time over the whole corpus. Skipped, saying so, when the corpus
-//! is absent.
+//! required ones round-trip JSON → Rust → JSON unchanged through the plain types, and in the
+//! units of [`LEAN_UNITS`] (every unit with `INFORMER_GEN_CORPUS_LEAN=all`) through the
+//! memory-lean layout too (every custom resource of the unit lean, in a package of its own).
+//! Prints the pass rate per project and the generator's wall time over the whole corpus.
+//! Skipped, saying so, when the corpus is absent.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -65,6 +67,12 @@ fn main() {{
     )
 }
 use serde_json::{Map, Value, json};
+
+/// The units whose custom resources also round-trip through the lean layout by default: seven
+/// of the twelve projects, their smaller units (the lean packages of the whole corpus take
+/// about as long to build as the plain ones, so the default run builds about a fifth).
+const LEAN_UNITS: &[&str] =
+    &["argo_workflows_minimal", "cert_manager", "cilium_v2alpha1", "flux", "gateway_api_standard", "keda", "velero"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
@@ -164,6 +172,8 @@ struct Tally {
     files_ok: usize,
     round_trips: usize,
     round_trips_ok: usize,
+    lean_round_trips: usize,
+    lean_round_trips_ok: usize,
 }
 
 #[test]
@@ -215,6 +225,7 @@ fn corpus_generates_compiles_and_round_trips() {
         .into_iter()
         .chain([("openapi-v2".to_string(), schemas.join("openapi/v2")), ("openapi-v3".to_string(), schemas.join("openapi/v3"))])
         .collect();
+    let all_lean = std::env::var("INFORMER_GEN_CORPUS_LEAN").is_ok_and(|v| v == "all");
     let started = Instant::now();
     for (project, unit) in &all_units {
         let m = if project.starts_with("openapi") { informer_gen::naming::module_name(project) } else { module_of(unit, &crds) };
@@ -234,29 +245,61 @@ fn corpus_generates_compiles_and_round_trips() {
             }
         };
         members.push(m.clone());
-        let krate = name.replace('-', "_");
+        let crds: Vec<&Resource> = r.resources.iter().filter(|res| matches!(res.object, ObjectType::Crd { .. })).collect();
+        if crds.is_empty() {
+            // Built-in kinds only (k8s-openapi types): nothing to round-trip.
+            let _ = std::fs::remove_file(dir.join("src/main.rs"));
+            continue;
+        }
+        // The same unit with every custom resource lean, in a package of its own.
+        let lean = if all_lean || LEAN_UNITS.contains(&m.as_str()) {
+            let (lean_m, lean_name) = (format!("{m}_lean"), format!("{name}-lean"));
+            let mut c = Config::new();
+            c.input(unit)
+                .out_dir(pkg.join(&lean_m))
+                .layout(Layout::Package(lean_name.clone()))
+                .runtime_path(root().join("runtime").display().to_string())
+                .rerun_if_changed(false);
+            for res in &crds {
+                c.lean_type(informer_gen::crd::definition_name(&res.group, &res.version, &res.kind));
+            }
+            match c.generate() {
+                Ok(_) => {
+                    members.push(lean_m.clone());
+                    Some((lean_m, lean_name))
+                }
+                Err(e) => {
+                    failures.push(format!("generate unit {} lean: {e}", unit.display()));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let packages: Vec<(&String, &String)> = [(&m, &name)].into_iter().chain(lean.as_ref().map(|(m, n)| (m, n))).collect();
         let groups = informer_gen::naming::group_modules(r.resources.iter().map(|r| r.group.as_str()));
-        let mut arms = String::new();
+        let mut arms = vec![String::new(); packages.len()];
         let mut ids = Vec::new();
-        for res in &r.resources {
-            let ObjectType::Crd { schema, .. } = &res.object else { continue };
-            let ty = format!("{krate}::{}::{}::{}", groups[&res.group], informer_gen::naming::module_name(&res.version), res.kind);
+        for res in &crds {
+            let ObjectType::Crd { schema, .. } = &res.object else { unreachable!("filtered above") };
+            let path = format!("{}::{}::{}", groups[&res.group], informer_gen::naming::module_name(&res.version), res.kind);
             for full in [true, false] {
                 let id = cases.len();
                 let file = pkg.join("samples").join(format!("{id}.json"));
                 std::fs::write(&file, serde_json::to_vec(&root_sample(res, schema, full)).unwrap()).unwrap();
-                writeln!(arms, "            {id} => rt::<{ty}>(&json),").unwrap();
+                for (arms, (_, krate)) in arms.iter_mut().zip(&packages) {
+                    writeln!(arms, "            {id} => rt::<{}::{path}>(&json),", krate.replace('-', "_")).unwrap();
+                }
                 let what = format!("{project} {}/{}/{} {}", res.group, res.version, res.kind, if full { "full" } else { "required-only" });
-                cases.push((project.clone(), what, m.clone()));
+                cases.push((project.clone(), what, lean.is_some()));
                 ids.push(id.to_string());
             }
         }
-        let main_rs = dir.join("src/main.rs");
-        if ids.is_empty() {
-            // Built-in kinds only (k8s-openapi types): nothing to round-trip.
-            let _ = std::fs::remove_file(&main_rs);
-        } else if std::fs::read_to_string(&main_rs).ok() != Some(harness(&ids.join(", "), &arms)) {
-            std::fs::write(&main_rs, harness(&ids.join(", "), &arms)).unwrap();
+        for ((member, _), arms) in packages.iter().zip(&arms) {
+            let main_rs = pkg.join(member).join("src/main.rs");
+            if std::fs::read_to_string(&main_rs).ok() != Some(harness(&ids.join(", "), arms)) {
+                std::fs::write(&main_rs, harness(&ids.join(", "), arms)).unwrap();
+            }
         }
     }
     let whole_run = started.elapsed();
@@ -288,6 +331,7 @@ fn corpus_generates_compiles_and_round_trips() {
     assert!(warnings.is_empty(), "warnings in generated code:\n{}", warnings.join("\n"));
     for m in members.iter().filter(|m| pkg.join(m).join("src/main.rs").exists()) {
         let bin = target.join("debug").join(format!("corpus-{}", m.replace('_', "-")));
+        let lean = m.ends_with("_lean");
         let run = Command::new(&bin).arg(pkg.join("samples")).output().unwrap();
         assert!(run.status.success(), "{}: {}", bin.display(), String::from_utf8_lossy(&run.stderr));
         for line in String::from_utf8_lossy(&run.stdout).lines() {
@@ -295,21 +339,26 @@ fn corpus_generates_compiles_and_round_trips() {
             let (status, id) = (parts.next().unwrap(), parts.next().unwrap().parse::<usize>().unwrap());
             let (project, what, _) = &cases[id];
             let t = tally.get_mut(project).unwrap();
-            t.round_trips += 1;
+            let (all, ok) = if lean { (&mut t.lean_round_trips, &mut t.lean_round_trips_ok) } else { (&mut t.round_trips, &mut t.round_trips_ok) };
+            *all += 1;
             if status == "PASS" {
-                t.round_trips_ok += 1;
+                *ok += 1;
             } else {
-                failures.push(format!("round trip {what}: {}", parts.next().unwrap_or("")));
+                failures.push(format!("round trip {what}{}: {}", if lean { " (lean)" } else { "" }, parts.next().unwrap_or("")));
             }
         }
     }
 
-    let mut table = String::from("\n| project | files generated | round trips |\n|---|---|---|\n");
+    let mut table = String::from("\n| project | files generated | round trips | round trips, lean |\n|---|---|---|---|\n");
+    let count = |ok: usize, all: usize| if all == 0 { "n/a".to_string() } else { format!("{ok}/{all}") };
     for (p, t) in &tally {
-        let rt = if t.round_trips == 0 { "n/a (k8s-openapi types)".to_string() } else { format!("{}/{}", t.round_trips_ok, t.round_trips) };
-        writeln!(table, "| {p} | {}/{} | {rt} |", t.files_ok, t.files).unwrap();
+        let (rt, lean) = (count(t.round_trips_ok, t.round_trips), count(t.lean_round_trips_ok, t.lean_round_trips));
+        writeln!(table, "| {p} | {}/{} | {rt} | {lean} |", t.files_ok, t.files).unwrap();
     }
     say(&table);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(cases.len() > 300, "too few round-trip cases ({}): the corpus was not read", cases.len());
+    let lean_runs: usize = tally.values().map(|t| t.lean_round_trips).sum();
+    let lean_cases = cases.iter().filter(|c| c.2).count();
+    assert!(lean_cases > 50 && lean_runs == lean_cases, "{lean_runs} lean round trips of {lean_cases} lean cases");
 }

@@ -1,6 +1,7 @@
 //! Real CRDs (the project's fixtures: cert-manager, Gateway API with two served versions,
 //! prometheus-operator) installed on a real kube-apiserver; the generated CRD informers,
-//! listers and types see exactly what the server holds, and a typed round trip loses nothing.
+//! listers and types see exactly what the server holds, and a typed round trip loses nothing;
+//! the same through the CRDs' memory-lean types.
 
 use std::time::Duration;
 
@@ -152,5 +153,36 @@ async fn crd_informers_listers_and_types_match_the_server() {
     let sm_lister = monitors.lister().unwrap();
     eventually(Duration::from_secs(30), "service monitor", || sm_lister.servicemonitors(ns).get("api").is_ok()).await;
     assert_eq!(serde_json::to_value(&*sm_lister.servicemonitors(ns).get("api").unwrap()).unwrap(), server_json(&sms, "api").await);
+
+    // The same resources through their lean types: objects carry what the server holds, and
+    // label selectors match the labels `LeanMeta` keeps apart.
+    let lean_factory = informer_gen_tests::lean_crds::new_factory(client.clone(), FactoryOptions::default());
+    let lean_certs = informer_gen_tests::lean_crds::InformerFactoryExt::cert_manager_io(&lean_factory).v1().certificates();
+    let lean_monitors = informer_gen_tests::lean_crds::InformerFactoryExt::monitoring_coreos_com(&lean_factory).v1().servicemonitors();
+    lean_certs.informer().unwrap();
+    lean_monitors.informer().unwrap();
+    lean_factory.start().unwrap();
+    assert!(lean_factory.wait_for_cache_sync().await.values().all(|s| *s));
+    let (lean_cert_lister, lean_sm_lister) = (lean_certs.lister().unwrap(), lean_monitors.lister().unwrap());
+    let names = |selector: &str| -> (Vec<String>, Vec<String>) {
+        let selector = parse_label_selector(selector).unwrap();
+        let name = |m: &informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| m.name.clone().unwrap();
+        let mut lean: Vec<String> = lean_cert_lister.certificates(ns).list(&selector).iter().map(|c| name(&c.metadata.object_meta)).collect();
+        let mut plain: Vec<String> = cert_lister.certificates(ns).list(&selector).iter().map(|c| name(&c.metadata)).collect();
+        lean.sort();
+        plain.sort();
+        (lean, plain)
+    };
+    for selector in ["tier=edge", "tier=core", "tier"] {
+        let (lean, plain) = names(selector);
+        assert!(!lean.is_empty() && lean == plain, "{selector}: lean {lean:?}, plain {plain:?}");
+    }
+    for name in ["cert-0", "cert-1", "cert-3"] {
+        let cached = lean_cert_lister.certificates(ns).get(name).unwrap();
+        assert_eq!(serde_json::to_value(&*cached).unwrap(), server_json(&certs, name).await, "{name} through the lean Certificate");
+    }
+    let cached = lean_sm_lister.servicemonitors(ns).get("api").unwrap();
+    assert_eq!(serde_json::to_value(&*cached).unwrap(), server_json(&sms, "api").await, "the lean ServiceMonitor");
+    lean_factory.shutdown().await;
     factory.shutdown().await;
 }
