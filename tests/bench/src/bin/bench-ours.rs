@@ -3,8 +3,9 @@
 //! informers `informer-gen-tests` generates with `Config::lean_type`). `--decode-ceiling`
 //! instead times plain serde_json decoding of the same LIST bytes into the same types (the
 //! ceiling our sync throughput is measured against). `--resource servicemonitors` syncs the
-//! custom resource of `generated-sample` (types emitted from its CRD); `--metadata` syncs a
-//! metadata-only informer (`PartialObjectMeta`) of the resource instead.
+//! custom resource of `generated-sample` (types emitted from its CRD), or with `--lean` its
+//! lean types (`informer-gen-tests`' `lean_crds`); `--metadata` syncs a metadata-only
+//! informer (`PartialObjectMeta`) of the resource instead.
 //! Informers get the client users are pointed to (`informer_runtime::informer_client`);
 //! `--kube-default-client` gives them kube-client's default one instead.
 
@@ -15,6 +16,7 @@ use informer_gen_bench::{
     live_heap, relist_memory, report, reset_peak_heap, reset_peak_rss, rss,
 };
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
+use informer_gen_tests::lean_crds::monitoring_coreos_com::v1::ServiceMonitor as LeanServiceMonitor;
 use informer_runtime::{
     Event, FactoryOptions, WireFormat, HandlerFn, HandlerRegistration, Selector, SharedIndexInformer,
     WatchListMode, strip_managed_fields_meta,
@@ -52,7 +54,8 @@ async fn decode_ceiling(server: &str, resource: &str, lean: bool) {
         };
     }
     match (resource, lean) {
-        ("servicemonitors", _) => decode_ceiling_of::<ServiceMonitor>(server, resource).await,
+        ("servicemonitors", false) => decode_ceiling_of::<ServiceMonitor>(server, resource).await,
+        ("servicemonitors", true) => decode_ceiling_of::<LeanServiceMonitor>(server, resource).await,
         ("pods", false) => decode_ceiling_of::<Pod>(server, resource).await,
         ("pods", true) => decode_ceiling_of::<lean::Pod>(server, resource).await,
         (_, false) => decode_ceiling_of::<ConfigMap>(server, resource).await,
@@ -179,25 +182,18 @@ macro_rules! stamped_by_object_meta {
 
 stamped_by_object_meta!(Pod, ConfigMap, ServiceMonitor);
 
-impl Stamped for lean::Pod {
-    fn sent(&self) -> Option<&str> {
-        self.metadata
-            .annotations
-            .as_ref()?
-            .get(SENT_ANNOTATION)
-            .map(|s| s.as_str())
-    }
+/// [`Stamped`] for lean roots (annotations kept in `LeanMeta`).
+macro_rules! stamped_by_lean_meta {
+    ($($t:ty),*) => {$(
+        impl Stamped for $t {
+            fn sent(&self) -> Option<&str> {
+                self.metadata.annotations.as_ref()?.get(SENT_ANNOTATION).map(|s| s.as_str())
+            }
+        }
+    )*};
 }
 
-impl Stamped for lean::ConfigMap {
-    fn sent(&self) -> Option<&str> {
-        self.metadata
-            .annotations
-            .as_ref()?
-            .get(SENT_ANNOTATION)
-            .map(|s| s.as_str())
-    }
-}
+stamped_by_lean_meta!(lean::Pod, lean::ConfigMap, LeanServiceMonitor);
 
 /// Registers `n` handlers that count churn updates (each on its own queue and thread, as
 /// every handler is).
@@ -468,6 +464,16 @@ async fn main() {
         let client = informer_client(&server);
         let before = start_measuring();
         let start = Instant::now();
+        if lean && !flag("--metadata") {
+            // Lean roots keep managedFields apart from ObjectMeta; their own transform drops them.
+            use informer_gen_tests::lean_crds::InformerFactoryExt as Lean;
+            let factory = informer_gen_tests::lean_crds::new_factory(client, FactoryOptions { watch_list, ..Default::default() });
+            let informer = Lean::monitoring_coreos_com(&factory).v1().servicemonitors().informer().unwrap();
+            if strip {
+                informer.set_transform(std::sync::Arc::new(LeanServiceMonitor::without_managed_fields)).unwrap();
+            }
+            measure("informer-gen (lean)", &server, &factory, informer, start, before).await
+        }
         let factory = informer_gen_sample::new_factory(client, options);
         if flag("--metadata") {
             let name = "informer-gen (metadata)";

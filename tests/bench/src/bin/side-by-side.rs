@@ -269,7 +269,7 @@ fn sync_table(
     if let Some(delay) = arg("--list-delay") {
         table.push_str(&format!("Each list page served after a wait of {delay} (`--list-delay`).\n\n"));
     }
-    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere but the protobuf rows (built-in kinds; the share of the decode ceiling there compares with decoding the JSON form of the same objects). Ratios are against the first row of each group (informer-gen). servicemonitors: a custom resource (prometheus-operator's ServiceMonitor), ours and kube-rs on the types informer-gen emits from its CRD, client-go through a dynamic informer (unstructured). Metadata only: each client's metadata-only informer (ours: `LeanPartialObjectMeta`, managedFields as interned compact JSON; client-go's metadatainformer; kube-rs: a watcher of `PartialObjectMeta`).\n\n"));
+    table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere but the protobuf rows (built-in kinds; the share of the decode ceiling there compares with decoding the JSON form of the same objects). Ratios are against the first row of each group (informer-gen). servicemonitors: a custom resource (prometheus-operator's ServiceMonitor), ours on the lean types informer-gen emits from its CRD (`lean_type`) and on its plain types, kube-rs on the plain types, client-go through a dynamic informer (unstructured). Metadata only: each client's metadata-only informer (ours: `LeanPartialObjectMeta`, managedFields as interned compact JSON; client-go's metadatainformer; kube-rs: a watcher of `PartialObjectMeta`).\n\n"));
     table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | first ÷ it | RSS/object | time to synced | objects/s | first's speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
     let metadata_clients: [(&str, PathBuf, &[&str]); 3] = [
         ("informer-gen (metadata)", ours.to_path_buf(), &["--metadata"]),
@@ -296,9 +296,8 @@ fn sync_table(
             }
             run(ours, &args)["sync_seconds"].as_f64().unwrap()
         };
-        // The custom resource has one type, so one ceiling.
         let ceiling_k8s = ceiling(false);
-        let ceiling_lean = if resource == "servicemonitors" { ceiling_k8s } else { ceiling(true) };
+        let ceiling_lean = ceiling(true);
         for (strip, metadata) in [(false, false), (true, false), (false, true)] {
             if strip && resource == "configmaps" {
                 // The ConfigMaps of this workload carry no managedFields.
@@ -380,18 +379,12 @@ fn sync_table(
                 ));
             }
         }
-        if resource == "servicemonitors" {
-            table.push_str(&format!(
-                "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling (generated CRD types) | — | — | — | {ceiling_k8s:.2} s | {:.0} | — | — |\n",
-                n as f64 / ceiling_k8s,
-            ));
-        } else {
-            table.push_str(&format!(
-                "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling (lean types / k8s-openapi types) | — | — | — | {ceiling_lean:.2} s / {ceiling_k8s:.2} s | {:.0} / {:.0} | — | — |\n",
-                n as f64 / ceiling_lean,
-                n as f64 / ceiling_k8s,
-            ));
-        }
+        let types = if resource == "servicemonitors" { "lean CRD types / CRD types" } else { "lean types / k8s-openapi types" };
+        table.push_str(&format!(
+            "| {workload} ({per_obj:.0} B) | kept | serde_json decode ceiling ({types}) | — | — | — | {ceiling_lean:.2} s / {ceiling_k8s:.2} s | {:.0} / {:.0} | — | — |\n",
+            n as f64 / ceiling_lean,
+            n as f64 / ceiling_k8s,
+        ));
         eprintln!("{workload}: done");
     }
 }
@@ -463,40 +456,29 @@ fn resource_of(workload: &str) -> &str {
 }
 
 /// The clients measured over `workload`: all of them over built-in kinds; over the custom
-/// resource (JSON only, one type, so no k8s-openapi or protobuf rows), ours on its generated
-/// types, client-go's dynamic informer and kube-rs on the same generated types.
+/// resource (JSON only, so no protobuf rows), ours on the lean types informer-gen emits from
+/// its CRD (`lean_type`) and on its plain types (in place of the k8s-openapi rows), client-go's
+/// dynamic informer and kube-rs on the plain generated types.
 fn clients_of<'a>(workload: &str, clients: &[ClientRun<'a>]) -> Vec<ClientRun<'a>> {
     if workload != "servicemonitors" {
         return clients.to_vec();
     }
     clients
         .iter()
-        .filter(|(name, _, extra)| !name.contains("k8s-openapi") && !extra.contains(&"--protobuf"))
+        .filter(|(_, _, extra)| !extra.contains(&"--protobuf"))
         .map(|(name, cmd, extra)| {
             let renamed = match *name {
                 "client-go" => "client-go (dynamic informer)",
                 "kube-rs" => "kube-rs (same CRD types)",
-                lean => match lean.strip_prefix("informer-gen (lean") {
-                    Some(rest) => match rest {
-                        ")" => "informer-gen (CRD types)",
-                        ", paged list)" => "informer-gen (CRD types, paged list)",
-                        ", streams)" => "informer-gen (CRD types, streams)",
-                        ", handler threads)" => "informer-gen (CRD types, handler threads)",
-                        other => panic!("no custom-resource name for informer-gen (lean{other}"),
-                    },
-                    None => panic!("no custom-resource name for {lean}"),
-                },
+                "informer-gen (lean)" => "informer-gen (lean CRD types)",
+                "informer-gen (lean, paged list)" => "informer-gen (lean CRD types, paged list)",
+                "informer-gen (lean, streams)" => "informer-gen (lean CRD types, streams)",
+                "informer-gen (lean, handler threads)" => "informer-gen (lean CRD types, handler threads)",
+                "informer-gen (k8s-openapi)" => "informer-gen (CRD types)",
+                "informer-gen (k8s-openapi, streams)" => "informer-gen (CRD types, streams)",
+                other => panic!("no custom-resource name for {other}"),
             };
-            // Ours has no lean layout for the custom resource: its generated types, with the
-            // same handlers or list.
-            let extra: &'a [&'a str] = if extra.contains(&"--streams") {
-                &["--streams"]
-            } else if extra.contains(&"--paged-list") {
-                &["--paged-list"]
-            } else {
-                &[]
-            };
-            (renamed, cmd.clone(), extra)
+            (renamed, cmd.clone(), *extra)
         })
         .collect()
 }
@@ -524,7 +506,7 @@ fn memory_table(
     runs: usize,
 ) {
     table.push_str(&format!(
-        "\n\nPeak ÷ steady memory over {n} objects (pods-unique: Pods with nothing to share; configmaps; servicemonitors: the custom resource, ours on its generated types, client-go through a dynamic informer, kube-rs on our generated types), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started. JSON but the protobuf rows (the server writes a protobuf WatchList event by event, as the API server does).\n\n"
+        "\n\nPeak ÷ steady memory over {n} objects (pods-unique: Pods with nothing to share; configmaps; servicemonitors: the custom resource, ours on its lean and plain generated types, client-go through a dynamic informer, kube-rs on our plain generated types), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started. JSON but the protobuf rows (the server writes a protobuf WatchList event by event, as the API server does).\n\n"
     ));
     table.push_str("| workload | list | client | steady heap | initial sync: peak ÷ steady heap | RSS | relist: peak ÷ steady heap | RSS | relist time |\n|---|---|---|---|---|---|---|---|---|\n");
     for workload in ["pods-unique", "configmaps", "servicemonitors"].into_iter().filter(|w| self::workload(w)) {
@@ -580,7 +562,7 @@ fn event_table(
     let paced = arg("--paced-events").unwrap_or_else(|| "3000".into());
     let rate = arg("--rate").unwrap_or_else(|| "1000".into());
     table.push_str(&format!(
-        "\n\nWatch events over {n} synced objects (pods-shared: Pods from templates; configmaps; servicemonitors: the custom resource, ours on its generated types, client-go through a dynamic informer, kube-rs on our generated types), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. JSON but the protobuf rows (client-go's default; kube-rs has none). Ratios are against the first row of the same workload and wire format.\n\n"
+        "\n\nWatch events over {n} synced objects (pods-shared: Pods from templates; configmaps; servicemonitors: the custom resource, ours on its lean and plain generated types, client-go through a dynamic informer, kube-rs on our plain generated types), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. JSON but the protobuf rows (client-go's default; kube-rs has none). Ratios are against the first row of the same workload and wire format.\n\n"
     ));
     table.push_str("| workload | handlers | client | events/s | first ÷ it | CPU s per 1M events | first ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|---|\n");
     let warm = [&events, &paced].iter().map(|e| e.parse::<usize>().expect("--events and --paced-events are counts")).max().unwrap();
