@@ -354,8 +354,9 @@ impl<'a> TypeGen<'a> {
         }
     }
 
-    /// One property of a struct; `nested`: the struct is not the resource's root (whose
-    /// `Serialize` is written out, so its fields carry no serde attributes).
+    /// One property of a struct; `nested`: the struct derives serde impls, so its fields carry
+    /// serde attributes (a nested struct, or a lean root that keeps unknown fields; other roots
+    /// write their own impls), and in the plain layout an optional struct-typed field is boxed.
     #[allow(clippy::too_many_arguments)]
     fn field(&mut self, parent: &str, pname: &str, pschema: &Value, required: bool, ptr: &str, field_names: &mut UniqueNames, nested: bool) -> Result<Field> {
         if !pschema.is_object() {
