@@ -222,10 +222,11 @@ fn version_module<'a>(
     // The custom resources whose types this module holds.
     let mut crds: Vec<(&'a Resource, bool)> = Vec::new();
     for &r in rs {
+        // A custom resource's definition name, which `lean` names it by.
+        let crd_name = matches!(r.object, ObjectType::Crd { .. }).then(|| crate::crd::definition_name(group, version, &r.kind));
         let is_lean = match &r.object {
             ObjectType::Definition(def) => lean.contains(def),
-            ObjectType::Crd { .. } => lean.contains(&crate::crd::definition_name(group, version, &r.kind)),
-            ObjectType::Unknown => false,
+            _ => crd_name.as_ref().is_some_and(|name| lean.contains(name)),
         };
         // The object type's path, and what it is for errors.
         let (object, what) = match &r.object {
@@ -251,7 +252,7 @@ fn version_module<'a>(
             }
             ObjectType::Crd { .. } => match externs.custom(group, version, &r.kind) {
                 Some(_) if is_lean => {
-                    let name = crate::crd::definition_name(group, version, &r.kind);
+                    let name = crd_name.unwrap_or_default();
                     return Err(Error::new(&r.source, "", format!("{name} is both a lean type and mapped to an extern path; choose one")));
                 }
                 Some(path) => (path, "extern path"),

@@ -32,7 +32,7 @@ use crate::error::{Error, Result, pointer_segment};
 use crate::model::Resource;
 use crate::naming::{UniqueNames, field_ident, field_name, ident, module_name};
 use crate::output::ModuleTree;
-use crate::types::docs;
+use crate::types::{RootOf, api_version_of, docs, lean_root_impls, root_resource, root_serialize};
 
 const LEAN: &str = "::informer_runtime::lean";
 const SERDE: &str = "::informer_runtime::reexports::serde";
@@ -259,13 +259,12 @@ impl<'a> LeanGen<'a> {
     fn root_items(&self, name: &str, tid: &proc_macro2::Ident, doc: &TokenStream, fields: &[TokenStream], ser: &[TokenStream], r: &Resource, file: &std::path::Path) -> Result<TokenStream> {
         let k8s = self.externs.definition(name).ok_or_else(|| Error::new(file, "", format!("{name}: no k8s-openapi type to convert to")))?;
         let k8s: syn::Type = syn::parse_str(&k8s).map_err(|e| Error::new(file, "", format!("extern path {k8s:?}: {e}")))?;
-        let (group, version, kind, plural) = (&r.group, &r.version, &r.kind, &r.plural);
-        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-        let scope = if r.namespaced {
-            quote!(::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope)
-        } else {
-            quote!(::informer_runtime::reexports::k8s_openapi::ClusterResourceScope)
-        };
+        let of = RootOf { group: &r.group, version: &r.version, kind: &r.kind, plural: &r.plural, namespaced: r.namespaced };
+        let (kind, plural) = (of.kind, of.plural);
+        let api_version = api_version_of(of.group, of.version);
+        let serialize = root_serialize(tid, &api_version, kind, ser);
+        let lean_impls = lean_root_impls(tid);
+        let resource = root_resource(tid, &of, quote!(self.metadata.object_meta));
         let what = format!(" Lean `{kind}` ({api_version}, resource `{plural}`): the same JSON as [`{}`], held in less memory.", quote!(#k8s).to_string().replace(' ', ""));
         Ok(quote! {
             #doc
@@ -291,42 +290,13 @@ impl<'a> LeanGen<'a> {
                 pub fn from_k8s(object: &#k8s) -> ::std::result::Result<Self, ::informer_runtime::reexports::serde_json::Error> {
                     ::informer_runtime::lean::convert(object)
                 }
-
-                /// Drops `managedFields` (for `SharedIndexInformer::set_transform`).
-                pub fn without_managed_fields(mut self) -> Self {
-                    self.metadata.strip_managed_fields();
-                    self
-                }
             }
 
-            impl ::informer_runtime::reexports::serde::Serialize for #tid {
-                fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
-                    use ::informer_runtime::reexports::serde::ser::SerializeMap as _;
-                    let mut map = serializer.serialize_map(::std::option::Option::None)?;
-                    map.serialize_entry("apiVersion", #api_version)?;
-                    map.serialize_entry("kind", #kind)?;
-                    map.serialize_entry("metadata", &self.metadata)?;
-                    #(#ser)*
-                    map.end()
-                }
-            }
+            #lean_impls
 
-            impl ::informer_runtime::lean::LeanRoot for #tid {
-                fn lean_meta(&self) -> &::informer_runtime::lean::LeanMeta { &self.metadata }
-                fn lean_meta_mut(&mut self) -> &mut ::informer_runtime::lean::LeanMeta { &mut self.metadata }
-            }
+            #serialize
 
-            impl ::informer_runtime::reexports::kube_core::Resource for #tid {
-                type DynamicType = ();
-                type Scope = #scope;
-                fn kind(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#kind) }
-                fn group(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#group) }
-                fn version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#version) }
-                fn api_version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#api_version) }
-                fn plural(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#plural) }
-                fn meta(&self) -> &::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta { &self.metadata.object_meta }
-                fn meta_mut(&mut self) -> &mut ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta { &mut self.metadata.object_meta }
-            }
+            #resource
 
             impl ::std::convert::TryFrom<&#tid> for #k8s {
                 type Error = ::informer_runtime::reexports::serde_json::Error;

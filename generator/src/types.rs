@@ -56,7 +56,6 @@ use crate::error::{Error, Result, pointer_segment};
 use crate::naming::{UniqueNames, field_ident, field_name, type_part};
 
 const SERDE: &str = "::informer_runtime::reexports::serde";
-const LEAN: &str = "::informer_runtime::lean";
 
 /// What names a custom resource's root type: its group, version, kind, plural and scope.
 #[derive(Clone, Copy)]
@@ -142,6 +141,73 @@ fn extra_field(flatten: bool) -> TokenStream {
     }
 }
 
+/// The `apiVersion` of `group`/`version` (`v1` for the core group).
+pub fn api_version_of(group: &str, version: &str) -> String {
+    if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
+}
+
+/// The `Serialize` impl of a resource's root type: `apiVersion`, `kind` and `metadata`, then
+/// `fields` (statements that write the other entries to `map`).
+pub fn root_serialize(ident: &proc_macro2::Ident, api_version: &str, kind: &str, fields: &[TokenStream]) -> TokenStream {
+    quote! {
+        impl ::informer_runtime::reexports::serde::Serialize for #ident {
+            fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                use ::informer_runtime::reexports::serde::ser::SerializeMap as _;
+                let mut map = serializer.serialize_map(::std::option::Option::None)?;
+                map.serialize_entry("apiVersion", #api_version)?;
+                map.serialize_entry("kind", #kind)?;
+                map.serialize_entry("metadata", &self.metadata)?;
+                #(#fields)*
+                map.end()
+            }
+        }
+    }
+}
+
+/// The `kube_core::Resource` impl of a resource's root type, whose `ObjectMeta` is `meta`
+/// (`self.metadata`, or `self.metadata.object_meta` for a lean root).
+pub fn root_resource(ident: &proc_macro2::Ident, of: &RootOf<'_>, meta: TokenStream) -> TokenStream {
+    let RootOf { group, version, kind, plural, namespaced } = *of;
+    let api_version = api_version_of(group, version);
+    let scope = if namespaced {
+        quote!(::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope)
+    } else {
+        quote!(::informer_runtime::reexports::k8s_openapi::ClusterResourceScope)
+    };
+    let object_meta = quote!(::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta);
+    quote! {
+        impl ::informer_runtime::reexports::kube_core::Resource for #ident {
+            type DynamicType = ();
+            type Scope = #scope;
+            fn kind(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#kind) }
+            fn group(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#group) }
+            fn version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#version) }
+            fn api_version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#api_version) }
+            fn plural(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#plural) }
+            fn meta(&self) -> &#object_meta { &#meta }
+            fn meta_mut(&mut self) -> &mut #object_meta { &mut #meta }
+        }
+    }
+}
+
+/// What every lean root has beside its fields: `without_managed_fields` and `LeanRoot`.
+pub fn lean_root_impls(ident: &proc_macro2::Ident) -> TokenStream {
+    quote! {
+        impl #ident {
+            /// Drops `managedFields` (for `SharedIndexInformer::set_transform`).
+            pub fn without_managed_fields(mut self) -> Self {
+                self.metadata.strip_managed_fields();
+                self
+            }
+        }
+
+        impl ::informer_runtime::lean::LeanRoot for #ident {
+            fn lean_meta(&self) -> &::informer_runtime::lean::LeanMeta { &self.metadata }
+            fn lean_meta_mut(&mut self) -> &mut ::informer_runtime::lean::LeanMeta { &mut self.metadata }
+        }
+    }
+}
+
 /// The `FromFields` and `Deserialize` impls of a struct with `fields` (after `metadata`
 /// for a resource's root type; `extra`: it keeps unknown fields in its `extra` map), through
 /// the runtime's `from_fields!`: a line per field where a derive would emit a visitor.
@@ -182,8 +248,8 @@ impl<'a> TypeGen<'a> {
         TypeGen { file, names, lean, items: Vec::new() }
     }
 
-    fn lean_path(&self) -> syn::Path {
-        syn::parse_str(LEAN).expect("valid path")
+    fn lean_path(&self) -> TokenStream {
+        quote!(::informer_runtime::lean)
     }
 
     fn err(&self, ptr: &str, msg: impl Into<String>) -> Error {
@@ -193,7 +259,7 @@ impl<'a> TypeGen<'a> {
     /// The root type of a custom resource: `kind` with `metadata`, the schema's other
     /// properties, `kube_core::Resource`, and a `Serialize` that writes `apiVersion` and `kind`.
     pub fn root(&mut self, resource: &RootOf<'_>, schema: &Value, ptr: &str) -> Result<()> {
-        let RootOf { group, version, kind, plural, namespaced } = *resource;
+        let RootOf { group, version, kind, plural, .. } = *resource;
         if !schema.is_object() {
             return Err(self.err(ptr, "the schema must be an object"));
         }
@@ -247,13 +313,7 @@ impl<'a> TypeGen<'a> {
             });
         }
         let doc = docs(schema);
-        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-        let scope = if namespaced {
-            quote!(::informer_runtime::reexports::k8s_openapi::NamespaceResourceScope)
-        } else {
-            quote!(::informer_runtime::reexports::k8s_openapi::ClusterResourceScope)
-        };
-        let object_meta = quote!(::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta);
+        let api_version = api_version_of(group, version);
         let (what, struct_head, metadata, meta, lean_impls) = if self.lean {
             let lean = self.lean_path();
             (
@@ -276,20 +336,7 @@ impl<'a> TypeGen<'a> {
                     }
                 },
                 quote!(self.metadata.object_meta),
-                quote! {
-                    impl #ident {
-                        /// Drops `managedFields` (for `SharedIndexInformer::set_transform`).
-                        pub fn without_managed_fields(mut self) -> Self {
-                            self.metadata.strip_managed_fields();
-                            self
-                        }
-                    }
-
-                    impl #lean::LeanRoot for #ident {
-                        fn lean_meta(&self) -> &#lean::LeanMeta { &self.metadata }
-                        fn lean_meta_mut(&mut self) -> &mut #lean::LeanMeta { &mut self.metadata }
-                    }
-                },
+                lean_root_impls(&ident),
             )
         } else {
             (
@@ -297,12 +344,14 @@ impl<'a> TypeGen<'a> {
                 quote!(#[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]),
                 quote! {
                     /// Standard object metadata.
-                    pub metadata: #object_meta,
+                    pub metadata: ::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
                 },
                 quote!(self.metadata),
                 TokenStream::new(),
             )
         };
+        let serialize = root_serialize(&ident, &api_version, kind, &ser);
+        let resource = root_resource(&ident, resource, meta);
         self.items.push(quote! {
             #doc
             ///
@@ -313,33 +362,13 @@ impl<'a> TypeGen<'a> {
                 #(#fields)*
             }
 
-            impl ::informer_runtime::reexports::serde::Serialize for #ident {
-                fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
-                    use ::informer_runtime::reexports::serde::ser::SerializeMap as _;
-                    let mut map = serializer.serialize_map(::std::option::Option::None)?;
-                    map.serialize_entry("apiVersion", #api_version)?;
-                    map.serialize_entry("kind", #kind)?;
-                    map.serialize_entry("metadata", &self.metadata)?;
-                    #(#ser)*
-                    map.end()
-                }
-            }
+            #serialize
 
             #decode
 
             #lean_impls
 
-            impl ::informer_runtime::reexports::kube_core::Resource for #ident {
-                type DynamicType = ();
-                type Scope = #scope;
-                fn kind(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#kind) }
-                fn group(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#group) }
-                fn version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#version) }
-                fn api_version(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#api_version) }
-                fn plural(_: &()) -> ::std::borrow::Cow<'_, str> { ::std::borrow::Cow::Borrowed(#plural) }
-                fn meta(&self) -> &#object_meta { &#meta }
-                fn meta_mut(&mut self) -> &mut #object_meta { &mut #meta }
-            }
+            #resource
         });
         Ok(())
     }
