@@ -5,6 +5,11 @@
 //! - Every handler has its own unbounded queue and its own thread, so a slow or blocked
 //!   handler never delays another one or the informer; events reach each handler in the
 //!   order the informer applied them to its store.
+//! - A handler thread is woken by a [`Listener::flush`], not by each event (see
+//!   `handler_queue`); the informer flushes whenever it has nothing more ready to apply,
+//!   after at most [`FLUSH_EVERY`] applied changes, and before it waits on a bounded
+//!   handler. A new handler's thread starts once the store's replay is queued, so it takes
+//!   the replay when it first looks. Streams are woken by each event.
 //! - A handler that panics is logged; the panicking event is skipped and the handler keeps
 //!   receiving later events.
 //! - `queue_depth` counts events queued and not yet fully handled (the one being handled
@@ -27,6 +32,12 @@ use futures::Stream;
 use tokio::sync::{Notify, mpsc};
 
 use crate::delta::DeletedObject;
+use crate::handler_queue::HandlerQueue;
+
+/// The most changes the informer applies before it wakes handler threads that wait for
+/// events: a burst reaches each thread in batches of about this many events, one wake each,
+/// while a change that arrives alone is handed over at once.
+pub(crate) const FLUSH_EVERY: usize = 32;
 
 /// A change delivered to handlers and streams.
 #[derive(Debug)]
@@ -150,10 +161,18 @@ impl ListenerShared {
     }
 }
 
+/// Where a listener's events go.
+enum Sink<K> {
+    /// An [`EventStream`]'s channel; each event wakes the stream's task.
+    Stream(mpsc::UnboundedSender<Event<K>>),
+    /// A handler thread's queue; woken by [`Listener::flush`].
+    Thread(Arc<HandlerQueue<Event<K>>>),
+}
+
 /// The informer's side of one handler: where its events are queued.
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
-    tx: mpsc::UnboundedSender<Event<K>>,
+    sink: Sink<K>,
     pub(crate) shared: Arc<ListenerShared>,
     pub(crate) bound: Option<usize>,
     pub(crate) resync_period: Duration,
@@ -171,7 +190,11 @@ impl<K> Listener<K> {
         if initial {
             self.shared.initial_pending.fetch_add(1, Ordering::AcqRel);
         }
-        if self.tx.send(event).is_err() {
+        let sent = match &self.sink {
+            Sink::Stream(tx) => tx.send(event).map_err(|e| e.0),
+            Sink::Thread(queue) => queue.push(event),
+        };
+        if sent.is_err() {
             self.shared.depth.fetch_sub(1, Ordering::AcqRel);
             if initial {
                 self.shared.initial_handled();
@@ -179,6 +202,13 @@ impl<K> Listener<K> {
             return false;
         }
         true
+    }
+
+    /// Wakes a handler thread waiting for the events queued since the last flush.
+    pub(crate) fn flush(&self) {
+        if let Sink::Thread(queue) = &self.sink {
+            queue.flush();
+        }
     }
 
     /// Waits until the queue is within its bound (immediately when unbounded).
@@ -191,6 +221,15 @@ impl<K> Listener<K> {
     }
 }
 
+impl<K> Drop for Listener<K> {
+    /// Ends a handler thread's queue: the thread handles what is queued, then exits.
+    fn drop(&mut self) {
+        if let Sink::Thread(queue) = &self.sink {
+            queue.close();
+        }
+    }
+}
+
 fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
     if event.is_initial_add() {
         shared.initial_handled();
@@ -199,35 +238,47 @@ fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
     shared.drained.notify_waiters();
 }
 
-/// Creates a listener and its receiving end.
-pub(crate) fn listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, mpsc::UnboundedReceiver<Event<K>>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let l = Listener {
+fn new_listener<K>(sink: Sink<K>, opts: &HandlerOptions, resync_period: Duration) -> Listener<K> {
+    Listener {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        tx,
+        sink,
         shared: Arc::new(ListenerShared::default()),
         bound: opts.queue_bound,
         resync_period,
         next_resync: parking_lot::Mutex::new(tokio::time::Instant::now() + resync_period),
-    };
-    (l, rx)
+    }
 }
 
-/// Runs `handler` over `rx` on a dedicated thread until the informer drops the listener.
+/// Creates a stream's listener and the stream's receiving end.
+pub(crate) fn stream_listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, mpsc::UnboundedReceiver<Event<K>>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (new_listener(Sink::Stream(tx), opts, resync_period), rx)
+}
+
+/// Creates a handler thread's listener and the queue the thread takes its events from.
+pub(crate) fn thread_listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, Arc<HandlerQueue<Event<K>>>) {
+    let queue = Arc::new(HandlerQueue::default());
+    (new_listener(Sink::Thread(queue.clone()), opts, resync_period), queue)
+}
+
+/// Runs `handler` over `queue` on a dedicated thread until the informer drops the listener.
 pub(crate) fn spawn_handler_thread<K: Send + Sync + 'static>(
     id: u64,
     mut handler: Box<dyn EventHandler<K>>,
-    mut rx: mpsc::UnboundedReceiver<Event<K>>,
+    queue: Arc<HandlerQueue<Event<K>>>,
     shared: Arc<ListenerShared>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name(format!("informer-handler-{id}")).spawn(move || {
-        while let Some(event) = rx.blocking_recv() {
-            if !shared.stopped.load(Ordering::Acquire) {
-                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| handler.on_event(&event))) {
-                    tracing::error!(handler = id, panic = %panic_message(&panic), "event handler panicked; event skipped");
+        let mut batch = std::collections::VecDeque::new();
+        while queue.take_all(&mut batch) {
+            for event in batch.drain(..) {
+                if !shared.stopped.load(Ordering::Acquire) {
+                    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| handler.on_event(&event))) {
+                        tracing::error!(handler = id, panic = %panic_message(&panic), "event handler panicked; event skipped");
+                    }
                 }
+                done_one(&shared, &event);
             }
-            done_one(&shared, &event);
         }
     })
 }

@@ -35,7 +35,7 @@ use crate::delta::{DeletedObject, DeltaObject, DeltaType};
 use crate::delta_fifo::DeltaFifo;
 use crate::error::Error;
 use crate::handler::{
-    EventHandler, EventStream, HandlerOptions, HandlerRegistration, Listener, listener, spawn_handler_thread,
+    EventHandler, EventStream, FLUSH_EVERY, HandlerOptions, HandlerRegistration, Listener, spawn_handler_thread, stream_listener, thread_listener,
 };
 use crate::handler::Event;
 use crate::indexer::{IndexFunc, IndexError, Indexer, Upserted};
@@ -320,11 +320,21 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     where
         K: Send + Sync,
     {
-        let (l, rx) = self.new_listener(&opts)?;
-        let thread = spawn_handler_thread(l.id, Box::new(handler), rx, l.shared.clone())
-            .map_err(|e| Error::Transport(format!("cannot spawn handler thread: {e}")))?;
-        self.inner.threads.lock().push(thread);
-        Ok(self.register(l))
+        let (l, queue) = thread_listener(&opts, self.resync_period_of(&opts)?);
+        let (id, shared) = (l.id, l.shared.clone());
+        // Registered first, so the thread finds the store's replay queued when it first looks
+        // and needs no wake for it.
+        let registration = self.register(l);
+        match spawn_handler_thread(id, Box::new(handler), queue, shared) {
+            Ok(thread) => {
+                self.inner.threads.lock().push(thread);
+                Ok(registration)
+            }
+            Err(e) => {
+                self.remove_event_handler(&registration);
+                Err(Error::Transport(format!("cannot spawn handler thread: {e}")))
+            }
+        }
     }
 
     /// A stream of events, replayed the current store first; dropping it unregisters it.
@@ -334,7 +344,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
     /// A stream with its own resync period and queue bound.
     pub fn stream_with(&self, opts: HandlerOptions) -> Result<EventStream<K>, Error> {
-        let (l, rx) = self.new_listener(&opts)?;
+        let (l, rx) = stream_listener(&opts, self.resync_period_of(&opts)?);
         let registration = self.register(l);
         Ok(EventStream { rx, registration })
     }
@@ -353,7 +363,8 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         listeners.len()
     }
 
-    fn new_listener(&self, opts: &HandlerOptions) -> Result<(Listener<K>, tokio::sync::mpsc::UnboundedReceiver<Event<K>>), Error> {
+    /// The resync period of a new handler with `opts`; an error once the informer is shut down.
+    fn resync_period_of(&self, opts: &HandlerOptions) -> Result<std::time::Duration, Error> {
         if self.inner.cancel.is_cancelled() {
             return Err(Error::ShutDown);
         }
@@ -361,7 +372,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         if !resync.is_zero() && resync < MINIMUM_RESYNC_PERIOD {
             resync = MINIMUM_RESYNC_PERIOD;
         }
-        Ok(listener(opts, resync))
+        Ok(resync)
     }
 
     fn register(&self, l: Listener<K>) -> HandlerRegistration {
@@ -437,6 +448,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 }
 
 async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>) {
+    let mut unflushed = 0;
     loop {
         let inner_ref = &inner;
         let bounded = inner
@@ -449,6 +461,14 @@ async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>)
             })
             .await;
         let Some(bounded) = bounded else { return };
+        // Handler threads are woken here, not per event (see `handler`'s invariants).
+        unflushed += 1;
+        if unflushed >= FLUSH_EVERY || !bounded.is_empty() || inner.queue.is_empty() {
+            unflushed = 0;
+            for l in inner.listeners.lock().iter() {
+                l.flush();
+            }
+        }
         for l in bounded {
             tokio::select! {
                 _ = inner.cancel.cancelled() => return,

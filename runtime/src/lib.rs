@@ -43,6 +43,7 @@ mod error;
 mod factory;
 mod generic;
 mod handler;
+mod handler_queue;
 mod indexer;
 mod informer;
 mod item_map;

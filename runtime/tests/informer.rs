@@ -457,6 +457,27 @@ async fn late_handler_sees_exactly_the_current_objects_once() {
     inf.shutdown().await;
 }
 
+/// A handler thread waits for the informer's flush, not for each event: a handler added
+/// to a synced informer with no change coming is still handed the store's replay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_added_to_a_quiet_informer_is_handed_the_replay() {
+    let server = FakeApiServer::new();
+    for i in 0..10 {
+        server.create(cm("ns", &format!("cm{i}"), &[]));
+    }
+    let inf = informer(&server, WatchListMode::Auto);
+    inf.start().unwrap();
+    inf.wait_for_sync().await;
+    converged(&server, &inf).await;
+    let rec = Recorder::default();
+    let reg = inf.add_event_handler(rec.clone()).unwrap();
+    let synced = tokio::time::timeout(Duration::from_secs(5), reg.wait_for_sync()).await;
+    assert_eq!(synced, Ok(true), "the handler synced on the replay alone");
+    assert_eq!(rec.count("ADD "), 10);
+    assert_eq!(reg.queue_depth(), 0);
+    inf.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_handler_does_not_delay_another() {
     let server = FakeApiServer::new();
@@ -688,6 +709,38 @@ async fn event_stream_and_bounded_queue() {
     converged(&server, &inf).await;
     drop(stream);
     eventually(5, "dropped stream unregistered", || inf.handler_count() == 0).await;
+    inf.shutdown().await;
+}
+
+/// A bounded handler thread under a list of many objects: the informer wakes the thread
+/// before it waits for it to drain (else both would wait for good), and the queue stays
+/// within its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_thread_with_a_bound_is_fed_a_whole_list() {
+    let server = FakeApiServer::new();
+    for i in 0..200 {
+        server.create(cm("ns", &format!("cm{i:03}"), &[]));
+    }
+    let inf = informer(&server, WatchListMode::Auto);
+    let rec = Recorder { delay: Some(Duration::from_micros(200)), ..Recorder::default() };
+    let reg = inf.add_event_handler_with(rec.clone(), HandlerOptions { queue_bound: Some(2), ..Default::default() }).unwrap();
+    let deepest = Arc::new(AtomicUsize::new(0));
+    let watcher = {
+        let (reg, deepest) = (reg.clone(), deepest.clone());
+        tokio::spawn(async move {
+            loop {
+                deepest.fetch_max(reg.queue_depth(), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_micros(100)).await;
+            }
+        })
+    };
+    inf.start().unwrap();
+    let synced = tokio::time::timeout(Duration::from_secs(10), reg.wait_for_sync()).await;
+    watcher.abort();
+    assert_eq!(synced, Ok(true), "the bounded handler was fed the whole list");
+    assert_eq!(rec.count("ADD "), 200);
+    let deepest = deepest.load(Ordering::Relaxed);
+    assert!(deepest <= 3, "queue depth {deepest} beyond its bound of 2 (and the event applied before the wait)");
     inf.shutdown().await;
 }
 
