@@ -32,10 +32,8 @@ use crate::error::{Error, Result, pointer_segment};
 use crate::model::Resource;
 use crate::naming::{UniqueNames, field_ident, field_name, ident, module_name};
 use crate::output::ModuleTree;
-use crate::types::{RootOf, api_version_of, docs, lean_root_impls, root_resource, root_serialize};
+use crate::types::{RootOf, SERDE, api_version_of, docs, lean_path, lean_root_impls, root_resource, root_serialize};
 
-const LEAN: &str = "::informer_runtime::lean";
-const SERDE: &str = "::informer_runtime::reexports::serde";
 
 /// The only definition-name prefix the lean layout maps.
 const PREFIX: &str = "io.k8s.";
@@ -230,7 +228,7 @@ impl<'a> LeanGen<'a> {
         }
         let doc = docs(schema);
         let tid = format_ident!("{}", ty);
-        let lean: syn::Path = syn::parse_str(LEAN).expect("valid path");
+        let lean = lean_path();
         let tokens = if let Some(root) = self.roots.get(name) {
             self.root_items(name, &tid, &doc, &fields, &ser, root.resource, &def.file)?
         } else {
@@ -265,6 +263,7 @@ impl<'a> LeanGen<'a> {
         let serialize = root_serialize(tid, &api_version, kind, ser);
         let lean_impls = lean_root_impls(tid);
         let resource = root_resource(tid, &of, quote!(self.metadata.object_meta));
+        let lean = lean_path();
         let what = format!(" Lean `{kind}` ({api_version}, resource `{plural}`): the same JSON as [`{}`], held in less memory.", quote!(#k8s).to_string().replace(' ', ""));
         Ok(quote! {
             #doc
@@ -276,19 +275,19 @@ impl<'a> LeanGen<'a> {
                 /// Standard object metadata (`labels`, `annotations`, `managedFields` and
                 /// `ownerReferences` in `LeanMeta`'s own fields, lean: `meta().labels` is `None`).
                 #[serde(default)]
-                pub metadata: ::informer_runtime::lean::LeanMeta,
+                pub metadata: #lean::LeanMeta,
                 #(#fields)*
             }
 
             impl #tid {
                 /// The k8s-openapi form of this object (lossless).
                 pub fn to_k8s(&self) -> ::std::result::Result<#k8s, ::informer_runtime::reexports::serde_json::Error> {
-                    ::informer_runtime::lean::convert(self)
+                    #lean::convert(self)
                 }
 
                 /// The lean form of a k8s-openapi object (lossless).
                 pub fn from_k8s(object: &#k8s) -> ::std::result::Result<Self, ::informer_runtime::reexports::serde_json::Error> {
-                    ::informer_runtime::lean::convert(object)
+                    #lean::convert(object)
                 }
             }
 
@@ -316,7 +315,7 @@ impl<'a> LeanGen<'a> {
 
     /// The lean Rust type of a property schema, from a module at `from`.
     fn field_type(&mut self, schema: &Value, from: &[String], file: &std::path::Path, ptr: &str, owner: &str) -> Result<TokenStream> {
-        let lean: syn::Path = syn::parse_str(LEAN).expect("valid path");
+        let lean = lean_path();
         if let Some(name) = ref_name(schema) {
             return self.ref_type(name, from, file, ptr, owner);
         }
@@ -355,7 +354,7 @@ impl<'a> LeanGen<'a> {
     }
 
     fn ref_type(&mut self, name: &str, from: &[String], file: &std::path::Path, ptr: &str, owner: &str) -> Result<TokenStream> {
-        let lean: syn::Path = syn::parse_str(LEAN).expect("valid path");
+        let lean = lean_path();
         match special(name) {
             Some(Special::Str) => return Ok(quote!(#lean::Str)),
             Some(Special::IntOrString) => return Ok(quote!(#lean::IntOrString)),

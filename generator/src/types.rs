@@ -55,7 +55,8 @@ use serde_json::Value;
 use crate::error::{Error, Result, pointer_segment};
 use crate::naming::{UniqueNames, field_ident, field_name, type_part};
 
-const SERDE: &str = "::informer_runtime::reexports::serde";
+/// The serde crate generated types derive through (`#[serde(crate = …)]`).
+pub(crate) const SERDE: &str = "::informer_runtime::reexports::serde";
 
 /// What names a custom resource's root type: its group, version, kind, plural and scope.
 #[derive(Clone, Copy)]
@@ -141,6 +142,11 @@ fn extra_field(flatten: bool) -> TokenStream {
     }
 }
 
+/// The runtime's memory-lean layout (`informer_runtime::lean`), as a path in generated code.
+pub fn lean_path() -> TokenStream {
+    quote!(::informer_runtime::lean)
+}
+
 /// The `apiVersion` of `group`/`version` (`v1` for the core group).
 pub fn api_version_of(group: &str, version: &str) -> String {
     if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
@@ -192,6 +198,7 @@ pub fn root_resource(ident: &proc_macro2::Ident, of: &RootOf<'_>, meta: TokenStr
 
 /// What every lean root has beside its fields: `without_managed_fields` and `LeanRoot`.
 pub fn lean_root_impls(ident: &proc_macro2::Ident) -> TokenStream {
+    let lean = lean_path();
     quote! {
         impl #ident {
             /// Drops `managedFields` (for `SharedIndexInformer::set_transform`).
@@ -201,9 +208,9 @@ pub fn lean_root_impls(ident: &proc_macro2::Ident) -> TokenStream {
             }
         }
 
-        impl ::informer_runtime::lean::LeanRoot for #ident {
-            fn lean_meta(&self) -> &::informer_runtime::lean::LeanMeta { &self.metadata }
-            fn lean_meta_mut(&mut self) -> &mut ::informer_runtime::lean::LeanMeta { &mut self.metadata }
+        impl #lean::LeanRoot for #ident {
+            fn lean_meta(&self) -> &#lean::LeanMeta { &self.metadata }
+            fn lean_meta_mut(&mut self) -> &mut #lean::LeanMeta { &mut self.metadata }
         }
     }
 }
@@ -246,10 +253,6 @@ impl<'a> TypeGen<'a> {
     /// `lean`: in the memory-lean layout.
     pub fn new(file: &'a Path, names: &'a mut UniqueNames, lean: bool) -> Self {
         TypeGen { file, names, lean, items: Vec::new() }
-    }
-
-    fn lean_path(&self) -> TokenStream {
-        quote!(::informer_runtime::lean)
     }
 
     fn err(&self, ptr: &str, msg: impl Into<String>) -> Error {
@@ -315,7 +318,7 @@ impl<'a> TypeGen<'a> {
         let doc = docs(schema);
         let api_version = api_version_of(group, version);
         let (what, struct_head, metadata, meta, lean_impls) = if self.lean {
-            let lean = self.lean_path();
+            let lean = lean_path();
             (
                 format!(" Lean `{kind}` objects ({api_version}, resource `{plural}`): interned strings, shared sub-objects."),
                 if derived {
@@ -375,7 +378,7 @@ impl<'a> TypeGen<'a> {
 
     /// The lean map of the fields a preserve-unknown-fields schema does not name.
     fn lean_extra_field(&self) -> TokenStream {
-        let lean = self.lean_path();
+        let lean = lean_path();
         quote! {
             /// Fields the schema does not name (it preserves unknown fields), as sent.
             #[serde(flatten)]
@@ -447,7 +450,7 @@ impl<'a> TypeGen<'a> {
         if let Some(r) = schema.get("$ref") {
             return Err(self.err(&format!("{ptr}/$ref"), format!("$ref {r} is not allowed in a CRD schema")));
         }
-        let lean = self.lean.then(|| self.lean_path());
+        let lean = self.lean.then(lean_path);
         if flag(schema, "x-kubernetes-int-or-string") {
             return Ok(match lean {
                 Some(lean) => quote!(#lean::IntOrString),
@@ -518,7 +521,7 @@ impl<'a> TypeGen<'a> {
         }
         let doc = docs(schema);
         if self.lean {
-            let lean = self.lean_path();
+            let lean = lean_path();
             // Decoded through `from_fields!`, or serde's derive when unknown fields are kept (in
             // a flattened map).
             let (decode, deserialize) = if preserve {
