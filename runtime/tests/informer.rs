@@ -43,6 +43,18 @@ async fn converged(server: &FakeApiServer<ConfigMap>, i: &SharedIndexInformer<Co
     eventually(10, "cache equals server", || cache_versions(i) == server.key_versions()).await;
 }
 
+/// A server holding `n` ConfigMaps `ns/cm{i}`, and an informer started and synced over it.
+async fn synced_over(n: usize) -> (FakeApiServer<ConfigMap>, SharedIndexInformer<ConfigMap>) {
+    let server = FakeApiServer::new();
+    for i in 0..n {
+        server.create(cm("ns", &format!("cm{i}"), &[]));
+    }
+    let inf = informer(&server, WatchListMode::Auto);
+    inf.start().unwrap();
+    inf.wait_for_sync().await;
+    (server, inf)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paged_list_then_watch_converges_with_client_go_resource_versions() {
     let server = FakeApiServer::new();
@@ -421,13 +433,7 @@ async fn a_paged_list_waits_for_the_informer_to_take_what_it_queued() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_handler_sees_exactly_the_current_objects_once() {
-    let server = FakeApiServer::new();
-    for i in 0..20 {
-        server.create(cm("ns", &format!("cm{i}"), &[]));
-    }
-    let inf = informer(&server, WatchListMode::Auto);
-    inf.start().unwrap();
-    inf.wait_for_sync().await;
+    let (server, inf) = synced_over(20).await;
     for i in 0..5 {
         server.delete(&format!("ns/cm{i}"));
     }
@@ -461,13 +467,7 @@ async fn late_handler_sees_exactly_the_current_objects_once() {
 /// to a synced informer with no change coming is still handed the store's replay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_added_to_a_quiet_informer_is_handed_the_replay() {
-    let server = FakeApiServer::new();
-    for i in 0..10 {
-        server.create(cm("ns", &format!("cm{i}"), &[]));
-    }
-    let inf = informer(&server, WatchListMode::Auto);
-    inf.start().unwrap();
-    inf.wait_for_sync().await;
+    let (server, inf) = synced_over(10).await;
     converged(&server, &inf).await;
     let rec = Recorder::default();
     let reg = inf.add_event_handler(rec.clone()).unwrap();
