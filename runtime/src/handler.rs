@@ -230,11 +230,13 @@ impl<K> Drop for Listener<K> {
     }
 }
 
+/// One event handled: counted out of the depth first, so whoever is woken by the sync it
+/// completes sees a depth without it.
 fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
+    shared.depth.fetch_sub(1, Ordering::AcqRel);
     if event.is_initial_add() {
         shared.initial_handled();
     }
-    shared.depth.fetch_sub(1, Ordering::AcqRel);
     shared.drained.notify_waiters();
 }
 
