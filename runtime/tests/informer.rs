@@ -43,12 +43,18 @@ async fn converged(server: &FakeApiServer<ConfigMap>, i: &SharedIndexInformer<Co
     eventually(10, "cache equals server", || cache_versions(i) == server.key_versions()).await;
 }
 
-/// A server holding `n` ConfigMaps `ns/cm{i}`, and an informer started and synced over it.
-async fn synced_over(n: usize) -> (FakeApiServer<ConfigMap>, SharedIndexInformer<ConfigMap>) {
+/// A server holding `n` ConfigMaps `ns/cm{i}`.
+fn server_with(n: usize) -> FakeApiServer<ConfigMap> {
     let server = FakeApiServer::new();
     for i in 0..n {
         server.create(cm("ns", &format!("cm{i}"), &[]));
     }
+    server
+}
+
+/// A server holding `n` ConfigMaps `ns/cm{i}`, and an informer started and synced over it.
+async fn synced_over(n: usize) -> (FakeApiServer<ConfigMap>, SharedIndexInformer<ConfigMap>) {
+    let server = server_with(n);
     let inf = informer(&server, WatchListMode::Auto);
     inf.start().unwrap();
     inf.wait_for_sync().await;
@@ -717,10 +723,7 @@ async fn event_stream_and_bounded_queue() {
 /// within its bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_thread_with_a_bound_is_fed_a_whole_list() {
-    let server = FakeApiServer::new();
-    for i in 0..200 {
-        server.create(cm("ns", &format!("cm{i:03}"), &[]));
-    }
+    let server = server_with(200);
     let inf = informer(&server, WatchListMode::Auto);
     let rec = Recorder { delay: Some(Duration::from_micros(200)), ..Recorder::default() };
     let reg = inf.add_event_handler_with(rec.clone(), HandlerOptions { queue_bound: Some(2), ..Default::default() }).unwrap();
