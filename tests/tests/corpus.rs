@@ -78,6 +78,18 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
 }
 
+/// The generator's configuration for `input` as the package `name` in `dir`, on this
+/// workspace's runtime.
+fn package_config(input: &Path, dir: &Path, name: &str) -> Config {
+    let mut c = Config::new();
+    c.input(input)
+        .out_dir(dir)
+        .layout(Layout::Package(name.to_string()))
+        .runtime_path(root().join("runtime").display().to_string())
+        .rerun_if_changed(false);
+    c
+}
+
 fn corpus() -> Option<PathBuf> {
     let p = std::env::var_os("INFORMER_GEN_SCHEMAS").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/schemas"));
     p.join("crds").is_dir().then_some(p)
@@ -231,13 +243,7 @@ fn corpus_generates_compiles_and_round_trips() {
         let m = if project.starts_with("openapi") { informer_gen::naming::module_name(project) } else { module_of(unit, &crds) };
         let name = format!("corpus-{}", m.replace('_', "-"));
         let dir = pkg.join(&m);
-        let mut c = Config::new();
-        c.input(unit)
-            .out_dir(&dir)
-            .layout(Layout::Package(name.clone()))
-            .runtime_path(root().join("runtime").display().to_string())
-            .rerun_if_changed(false);
-        let (r, _) = match c.generate() {
+        let (r, _) = match package_config(unit, &dir, &name).generate() {
             Ok(x) => x,
             Err(e) => {
                 failures.push(format!("generate unit {}: {e}", unit.display()));
@@ -254,12 +260,7 @@ fn corpus_generates_compiles_and_round_trips() {
         // The same unit with every custom resource lean, in a package of its own.
         let lean = if all_lean || LEAN_UNITS.contains(&m.as_str()) {
             let (lean_m, lean_name) = (format!("{m}_lean"), format!("{name}-lean"));
-            let mut c = Config::new();
-            c.input(unit)
-                .out_dir(pkg.join(&lean_m))
-                .layout(Layout::Package(lean_name.clone()))
-                .runtime_path(root().join("runtime").display().to_string())
-                .rerun_if_changed(false);
+            let mut c = package_config(unit, &pkg.join(&lean_m), &lean_name);
             for res in &crds {
                 c.lean_type(informer_gen::crd::definition_name(&res.group, &res.version, &res.kind));
             }
