@@ -34,7 +34,6 @@ use crate::naming::{UniqueNames, field_ident, field_name, ident, module_name};
 use crate::output::ModuleTree;
 use crate::types::{RootOf, SERDE, api_version_of, docs, lean_path, lean_root_impls, root_resource, root_serialize};
 
-
 /// The only definition-name prefix the lean layout maps.
 const PREFIX: &str = "io.k8s.";
 
