@@ -5,7 +5,7 @@
 //! ceiling our sync throughput is measured against). `--resource servicemonitors` syncs the
 //! custom resource of `generated-sample` (types emitted from its CRD), or with `--lean` its
 //! lean types (`informer-gen-tests`' `lean_crds`); `--metadata` syncs a metadata-only
-//! informer (`PartialObjectMeta`) of the resource instead.
+//! informer (`LeanPartialObjectMeta`) of the resource instead, measured as the others are.
 //! Informers get the client users are pointed to (`informer_runtime::informer_client`);
 //! `--kube-default-client` gives them kube-client's default one instead.
 
@@ -17,6 +17,7 @@ use informer_gen_bench::{
 };
 use informer_gen_tests::lean_builtin::lean::api::core::v1 as lean;
 use informer_gen_tests::lean_crds::monitoring_coreos_com::v1::ServiceMonitor as LeanServiceMonitor;
+use informer_runtime::lean::LeanPartialObjectMeta;
 use informer_runtime::{
     Event, FactoryOptions, WireFormat, HandlerFn, HandlerRegistration, Selector, SharedIndexInformer,
     WatchListMode, strip_managed_fields_meta,
@@ -193,7 +194,14 @@ macro_rules! stamped_by_lean_meta {
     )*};
 }
 
-stamped_by_lean_meta!(lean::Pod, lean::ConfigMap, LeanServiceMonitor);
+stamped_by_lean_meta!(
+    lean::Pod,
+    lean::ConfigMap,
+    LeanServiceMonitor,
+    LeanPartialObjectMeta<Pod>,
+    LeanPartialObjectMeta<ConfigMap>,
+    LeanPartialObjectMeta<ServiceMonitor>
+);
 
 /// Registers `n` handlers that count churn updates (each on its own queue and thread, as
 /// every handler is).
@@ -480,20 +488,19 @@ async fn main() {
             match resource.as_str() {
                 "pods" => {
                     let informer = factory.core().v1().pods().metadata_informer().unwrap();
-                    start_and_report(name, &factory, &informer, start, before).await;
+                    measure(name, &server, &factory, informer, start, before).await
                 }
                 "configmaps" => {
                     let informer = factory.core().v1().configmaps().metadata_informer().unwrap();
-                    start_and_report(name, &factory, &informer, start, before).await;
+                    measure(name, &server, &factory, informer, start, before).await
                 }
                 "servicemonitors" => {
                     let servicemonitors = factory.monitoring_coreos_com().v1().servicemonitors();
                     let informer = servicemonitors.metadata_informer().unwrap();
-                    start_and_report(name, &factory, &informer, start, before).await;
+                    measure(name, &server, &factory, informer, start, before).await
                 }
                 other => panic!("unknown resource {other}"),
-            };
-            std::process::exit(0)
+            }
         }
         let informer = factory
             .monitoring_coreos_com()

@@ -9,7 +9,9 @@
 //! ```
 //!
 //! `--list-delay` makes the replay server wait that long (a Go duration) before each list
-//! page, as a real API server takes time to serve one.
+//! page, as a real API server takes time to serve one. `--groups` selects rows in the sync
+//! section (full objects, managedFields dropped, metadata-only informers) and in the memory
+//! and events sections (`kept`: full objects, `metadata`: metadata-only informers).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -271,11 +273,7 @@ fn sync_table(
     }
     table.push_str(&format!("N = {n} objects per workload; median of {runs} runs (min–max); heap = live heap bytes after sync ÷ N (Rust: counting allocator; Go: HeapAlloc after GC); RSS = growth of the resident set over the sync ÷ N; JSON everywhere but the protobuf rows (built-in kinds; the share of the decode ceiling there compares with decoding the JSON form of the same objects). Ratios are against the first row of each group (informer-gen). servicemonitors: a custom resource (prometheus-operator's ServiceMonitor), ours on the lean types informer-gen emits from its CRD (`lean_type`) and on its plain types, kube-rs on the plain types, client-go through a dynamic informer (unstructured). Metadata only: each client's metadata-only informer (ours: `LeanPartialObjectMeta`, managedFields as interned compact JSON; client-go's metadatainformer; kube-rs: a watcher of `PartialObjectMeta`).\n\n"));
     table.push_str("| workload (JSON bytes/object) | managedFields | client | heap/object | first ÷ it | RSS/object | time to synced | objects/s | first's speed ÷ its | share of decode ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    let metadata_clients: [(&str, PathBuf, &[&str]); 3] = [
-        ("informer-gen (metadata)", ours.to_path_buf(), &["--metadata"]),
-        ("client-go (metadata)", go_bin.join("bench-clientgo"), &["--metadata"]),
-        ("kube-rs (metadata)", clients.iter().find(|c| c.0 == "kube-rs").expect("kube-rs among the clients").1.clone(), &["--metadata"]),
-    ];
+    let metadata_clients = metadata_clients(clients, false);
     for workload in ["configmaps", "pods-shared", "pods-unique", "servicemonitors"] {
         if !self::workload(workload) {
             continue;
@@ -313,7 +311,7 @@ fn sync_table(
                 (_, true) => ("metadata", "kept, metadata only"),
                 _ => ("kept", "kept"),
             };
-            if arg("--groups").is_some_and(|g| !g.split(',').any(|x| x == group_name)) {
+            if !group(group_name) {
                 continue;
             }
             let group = if metadata { metadata_clients.to_vec() } else { clients_of(workload, clients) };
@@ -442,6 +440,32 @@ fn lister_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, 
     drop(server);
 }
 
+/// Whether `--groups` (comma-separated among kept, dropped and metadata; default: all) asks
+/// for the rows of `name`.
+fn group(name: &str) -> bool {
+    arg("--groups").is_none_or(|g| g.split(',').any(|x| x == name))
+}
+
+/// Each client's metadata-only informer, with the programs of `clients` (ours: the first
+/// `informer-gen` row's program): ours, client-go's metadatainformer and kube-rs's watcher of
+/// `PartialObjectMeta`; for the events section ours both as event streams and as handler
+/// threads.
+fn metadata_clients<'a>(clients: &[ClientRun<'a>], events: bool) -> Vec<ClientRun<'a>> {
+    let program = |prefix: &str| clients.iter().find(|c| c.0.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} among the clients")).1.clone();
+    let (ours, client_go, kube_rs) = (program("informer-gen"), program("client-go"), program("kube-rs"));
+    let mut rows: Vec<ClientRun<'a>> = if events {
+        vec![
+            ("informer-gen (metadata, streams)", ours.clone(), &["--metadata", "--streams"]),
+            ("informer-gen (metadata, handler threads)", ours, &["--metadata"]),
+        ]
+    } else {
+        vec![("informer-gen (metadata)", ours, &["--metadata"])]
+    };
+    rows.push(("client-go (metadata)", client_go, &["--metadata"]));
+    rows.push(("kube-rs (metadata)", kube_rs, &["--metadata"]));
+    rows
+}
+
 /// Whether `--workloads` (comma-separated; default: all) asks for `workload`.
 fn workload(workload: &str) -> bool {
     arg("--workloads").is_none_or(|w| w.split(',').any(|x| x == workload))
@@ -483,6 +507,15 @@ fn clients_of<'a>(workload: &str, clients: &[ClientRun<'a>]) -> Vec<ClientRun<'a
         .collect()
 }
 
+/// The rows `--groups` asks for among `clients` (the full objects, group `kept`) and their
+/// metadata-only informers (group `metadata`), for the memory or the events section.
+fn rows_of_groups<'a>(clients: Vec<ClientRun<'a>>, events: bool) -> Vec<ClientRun<'a>> {
+    let metadata = if group("metadata") { metadata_clients(&clients, events) } else { Vec::new() };
+    let mut rows = if group("kept") { clients } else { Vec::new() };
+    rows.extend(metadata);
+    rows
+}
+
 /// A replay server warmed for `workload` (see [`replay`]), the collection it serves and the
 /// clients measured over it.
 fn serve<'a, 'w>(
@@ -506,11 +539,12 @@ fn memory_table(
     runs: usize,
 ) {
     table.push_str(&format!(
-        "\n\nPeak ÷ steady memory over {n} objects (pods-unique: Pods with nothing to share; configmaps; servicemonitors: the custom resource, ours on its lean and plain generated types, client-go through a dynamic informer, kube-rs on our plain generated types), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started. JSON but the protobuf rows (the server writes a protobuf WatchList event by event, as the API server does).\n\n"
+        "\n\nPeak ÷ steady memory over {n} objects (pods-unique: Pods with nothing to share; configmaps; servicemonitors: the custom resource, ours on its lean and plain generated types, client-go through a dynamic informer, kube-rs on our plain generated types), median of {runs} runs (min–max). Steady: once synced. Peaks: during the initial sync, and during a relist forced by a 410 Expired on the watch (the server then serves the same objects again). Heap: Rust exact peak of the live heap (counting allocator); Go: heap in use sampled every millisecond (live and not yet collected objects; Go has no exact live peak) against the live heap after a GC. RSS: peak resident set (`VmHWM`, reset through `/proc/self/clear_refs`) against the resident set once synced. All growth over the process before the informer started. JSON but the protobuf rows (the server writes a protobuf WatchList event by event, as the API server does). Metadata only: each client's metadata-only informer, as in the sync section.\n\n"
     ));
     table.push_str("| workload | list | client | steady heap | initial sync: peak ÷ steady heap | RSS | relist: peak ÷ steady heap | RSS | relist time |\n|---|---|---|---|---|---|---|---|---|\n");
     for workload in ["pods-unique", "configmaps", "servicemonitors"].into_iter().filter(|w| self::workload(w)) {
         let (server, resource, clients) = serve(go_bin, workload, n, 0, clients);
+        let clients = rows_of_groups(clients, false);
         for mode in ["WatchList", "paged list"] {
             for (name, cmd, extra) in &clients {
                 let mut args = vec!["--server", server.url.as_str(), "--resource", resource, "--relist"];
@@ -562,12 +596,13 @@ fn event_table(
     let paced = arg("--paced-events").unwrap_or_else(|| "3000".into());
     let rate = arg("--rate").unwrap_or_else(|| "1000".into());
     table.push_str(&format!(
-        "\n\nWatch events over {n} synced objects (pods-shared: Pods from templates; configmaps; servicemonitors: the custom resource, ours on its lean and plain generated types, client-go through a dynamic informer, kube-rs on our plain generated types), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. JSON but the protobuf rows (client-go's default; kube-rs has none). Ratios are against the first row of the same workload and wire format.\n\n"
+        "\n\nWatch events over {n} synced objects (pods-shared: Pods from templates; configmaps; servicemonitors: the custom resource, ours on its lean and plain generated types, client-go through a dynamic informer, kube-rs on our plain generated types), median of {runs} runs (min–max): {events} MODIFIED events written as fast as the replay server can (events/s until every handler had every event; CPU seconds of the client process per million events), then {paced} events at {rate}/s (latency from the server's write to the handler, over every handler call). Each handler reads the event's stamp annotation and counts it. Handlers: ours either as event streams (`SharedIndexInformer::stream`, one tokio task each) or as `EventHandler`s (a queue and an OS thread each); client-go's are event handlers (a queue and a goroutine each); kube-rs's are subscribers of a shared reflector (`reflector::store_shared`, `unstable-runtime-subscribe`), one task each. JSON but the protobuf rows (client-go's default; kube-rs has none). Metadata only: each client's metadata-only informer, as in the sync section; the server writes the events' metadata (`PartialObjectMetadata`). Ratios are against the first row of the same workload, wire format and group (full objects or metadata only).\n\n"
     ));
     table.push_str("| workload | handlers | client | events/s | first ÷ it | CPU s per 1M events | first ÷ it | latency p50 | latency p99 |\n|---|---|---|---|---|---|---|---|---|\n");
     let warm = [&events, &paced].iter().map(|e| e.parse::<usize>().expect("--events and --paced-events are counts")).max().unwrap();
     for workload in ["pods-shared", "configmaps", "servicemonitors"].into_iter().filter(|w| self::workload(w)) {
         let (server, resource, clients) = serve(go_bin, workload, n, warm, clients);
+        let clients = rows_of_groups(clients, true);
         for handlers in ["1", "4", "16"] {
             let mut rows = Vec::new();
             for (name, cmd, extra) in &clients {
@@ -585,10 +620,12 @@ fn event_table(
                     col("p99_us"),
                 ));
             }
-            // Each row against the first of its wire format.
+            // Each row against the first of its wire format and of its group (full objects or
+            // metadata only).
+            let kind = |name: &str| (name.contains("protobuf"), name.contains("metadata"));
             let first_of = |name: &str| {
                 rows.iter()
-                    .position(|r| r.0.contains("protobuf") == name.contains("protobuf"))
+                    .position(|r| kind(r.0) == kind(name))
                     .expect("a row of its format")
             };
             for (i, (name, eps, cpu, p50, p99)) in rows.iter().enumerate() {

@@ -7,7 +7,7 @@
 //
 // Before it listens it encodes what clients will ask for (the list pages of 500 objects in
 // JSON and, for built-in kinds, protobuf; the protobuf WatchList stream; the churn events of
-// the first E objects in both formats), so that no client's measurement carries the
+// the first E objects in JSON, as metadata only and in protobuf), so that no client's measurement carries the
 // server's first encoding of them. It prints "listening http://ADDR" and the JSON size of
 // the objects, then serves:
 //
@@ -21,9 +21,9 @@
 //	                                                        streams and watches (churn, expiry)
 //	                                                        in protobuf (built-in kinds)
 //	Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1 (or as=PartialObjectMetadata)
-//	                                                        the same lists and watches, metadata
-//	                                                        only (no churn on these watches); wins
-//	                                                        over protobuf in the same Accept header
+//	                                                        the same lists and watches (churn,
+//	                                                        expiry), metadata only; wins over
+//	                                                        protobuf in the same Accept header
 //	GET /churn?events=E&rate=R                              on every open watch stream: E MODIFIED
 //	                                                        events (objects in a scattered order,
 //	                                                        resourceVersions 2000000, 2000001, …),
@@ -79,13 +79,21 @@ type server struct {
 	protoSerial runtime.Serializer
 	protoEvents [][]byte // the WatchList stream in protobuf, one frame per event (built on first use)
 
-	// Churn: templates of MODIFIED events (built on first use; JSON lines, protobuf frames)
-	// and the open watch streams (true: protobuf).
+	// Churn: templates of MODIFIED events (built on first use; JSON lines of the full
+	// objects and of their metadata, protobuf frames) and the open watch streams with the
+	// encoding each reads.
 	marshalChurn   func(i int) []byte // the object i with placeholder resourceVersion and sent-ns
 	templates      map[int]*eventTemplate
+	metaTemplates  map[int]*eventTemplate
 	protoTemplates map[int]*eventTemplate
-	watchers       map[chan churn]bool
+	watchers       map[chan churn]encoding
 	nextRV         int
+}
+
+// encoding is what a watch stream is written in: the full objects in JSON or protobuf, or
+// their metadata (PartialObjectMetadata, JSON only).
+type encoding struct {
+	proto, meta bool
 }
 
 // view is one representation of the served objects (full, or metadata only) and its paged
@@ -100,15 +108,20 @@ type view struct {
 func metadataView(v *view) *view {
 	m := &view{kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", pages: map[int][][]byte{}}
 	for _, o := range v.objects {
-		var obj struct {
-			Metadata json.RawMessage `json:"metadata"`
-		}
-		if err := json.Unmarshal(o, &obj); err != nil {
-			panic(err)
-		}
-		m.objects = append(m.objects, []byte(`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":`+string(obj.Metadata)+`}`))
+		m.objects = append(m.objects, metadataOnly(o))
 	}
 	return m
+}
+
+// metadataOnly is the JSON object o as PartialObjectMetadata: its metadata as written in o.
+func metadataOnly(o []byte) []byte {
+	var obj struct {
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(o, &obj); err != nil {
+		panic(err)
+	}
+	return []byte(`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":` + string(obj.Metadata) + `}`)
 }
 
 // churn is one /churn request as handed to a watch stream.
@@ -140,7 +153,7 @@ func main() {
 	warmEvents := flag.Int("warm-events", 0, "encode the churn events of this many objects before listening (a churn of E events touches min(E, n) objects)")
 	flag.Parse()
 
-	s := &server{full: &view{apiVersion: "v1", pages: map[int][][]byte{}}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, protoTemplates: map[int]*eventTemplate{}, watchers: map[chan churn]bool{}, nextRV: 2000000, listDelay: *listDelay}
+	s := &server{full: &view{apiVersion: "v1", pages: map[int][][]byte{}}, protoPages: map[int][][]byte{}, templates: map[int]*eventTemplate{}, metaTemplates: map[int]*eventTemplate{}, protoTemplates: map[int]*eventTemplate{}, watchers: map[chan churn]encoding{}, nextRV: 2000000, listDelay: *listDelay}
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
 		panic(err)
@@ -236,9 +249,10 @@ func (s *server) warm(events int) {
 		s.protoWatchList()
 	}
 	for i := 0; i < events && i < len(s.objects); i++ {
-		s.template(s.churnObject(i), false)
+		s.template(s.churnObject(i), encoding{})
+		s.template(s.churnObject(i), encoding{meta: true})
 		if s.newList != nil {
-			s.template(s.churnObject(i), true)
+			s.template(s.churnObject(i), encoding{proto: true})
 		}
 	}
 }
@@ -476,18 +490,13 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view, proto bo
 		w.Write(v.bookmark(false))
 	}
 	flusher.Flush()
-	if v != s.full {
-		// Metadata-only watches get no churn: stay open until the client leaves.
-		<-r.Context().Done()
-		return
-	}
 	timeout := 300 * time.Second
 	if t, err := strconv.Atoi(q.Get("timeoutSeconds")); err == nil && t > 0 {
 		timeout = time.Duration(t) * time.Second
 	}
 	churns := make(chan churn, 4)
 	s.mu.Lock()
-	s.watchers[churns] = proto
+	s.watchers[churns] = encoding{proto: proto, meta: v == s.meta}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -507,7 +516,7 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view, proto bo
 				flusher.Flush()
 				return
 			}
-			if !s.writeChurn(w, flusher, r, c, proto) {
+			if !s.writeChurn(w, flusher, r, c, encoding{proto: proto, meta: v == s.meta}) {
 				return
 			}
 		}
@@ -524,14 +533,14 @@ func (s *server) startChurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	formats := map[bool]bool{}
-	for _, proto := range s.watchers {
-		formats[proto] = true
+	formats := map[encoding]bool{}
+	for _, e := range s.watchers {
+		formats[e] = true
 	}
 	s.mu.Unlock()
-	for proto := range formats {
+	for e := range formats {
 		for i := 0; i < events && i < len(s.objects); i++ {
-			s.template(s.churnObject(i), proto)
+			s.template(s.churnObject(i), e)
 		}
 	}
 	s.mu.Lock()
@@ -561,18 +570,26 @@ func (s *server) churnObject(i int) int {
 	return (i * 7919) % len(s.objects)
 }
 
-func (s *server) template(obj int, proto bool) *eventTemplate {
+func (s *server) template(obj int, e encoding) *eventTemplate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if proto {
+	if e.proto {
 		return s.protoTemplate(obj)
 	}
-	if t, ok := s.templates[obj]; ok {
+	templates := s.templates
+	if e.meta {
+		templates = s.metaTemplates
+	}
+	if t, ok := templates[obj]; ok {
 		return t
+	}
+	object := s.marshalChurn(obj)
+	if e.meta {
+		object = metadataOnly(object)
 	}
 	var b bytes.Buffer
 	b.WriteString(`{"type":"MODIFIED","object":`)
-	b.Write(s.marshalChurn(obj))
+	b.Write(object)
 	b.WriteString("}\n")
 	line := b.Bytes()
 	t := &eventTemplate{
@@ -583,7 +600,7 @@ func (s *server) template(obj int, proto bool) *eventTemplate {
 	if t.rvAt < len(`"resourceVersion":"`) || t.sentAt < len(`"`+sentAnnotation+`":"`) {
 		panic("churn template without placeholders")
 	}
-	s.templates[obj] = t
+	templates[obj] = t
 	return t
 }
 
@@ -612,11 +629,11 @@ func (s *server) protoTemplate(obj int) *eventTemplate {
 
 // writeChurn writes one churn's events, paced when it has a rate; false when the client went
 // away.
-func (s *server) writeChurn(w http.ResponseWriter, flusher http.Flusher, r *http.Request, c churn, proto bool) bool {
+func (s *server) writeChurn(w http.ResponseWriter, flusher http.Flusher, r *http.Request, c churn, e encoding) bool {
 	start := time.Now()
 	buf := make([]byte, 0, 64<<10)
 	for i := 0; i < c.events; i++ {
-		t := s.template(s.churnObject(i), proto)
+		t := s.template(s.churnObject(i), e)
 		if c.rate > 0 {
 			if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(c.rate))); wait > 0 {
 				time.Sleep(wait)
