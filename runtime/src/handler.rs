@@ -7,8 +7,8 @@
 //!   order the informer applied them to its store.
 //! - A handler thread is woken by a [`Listener::flush`], not by each event (see
 //!   `handler_queue`); the informer flushes whenever it has nothing more ready to apply,
-//!   after at most [`FLUSH_EVERY`] applied changes, and before it waits on a bounded
-//!   handler. A new handler's thread starts once the store's replay is queued, so it takes
+//!   after at most [`FLUSH_EVERY`] applied changes per handler thread (counted at the last
+//!   flush), and before it waits on a bounded handler. A new handler's thread starts once the store's replay is queued, so it takes
 //!   the replay when it first looks. Streams are woken by each event.
 //! - A handler that panics is logged; the panicking event is skipped and the handler keeps
 //!   receiving later events.
@@ -34,9 +34,10 @@ use tokio::sync::{Notify, mpsc};
 use crate::delta::DeletedObject;
 use crate::handler_queue::HandlerQueue;
 
-/// The most changes the informer applies before it wakes handler threads that wait for
-/// events: a burst reaches each thread in batches of about this many events, one wake each,
-/// while a change that arrives alone is handed over at once.
+/// The most changes the informer applies, per handler thread, before it wakes the handler
+/// threads that wait for events: a burst reaches each of n threads in batches of about n
+/// times this many events, so it costs about one wake per this many changes whatever the
+/// number of threads, while a change that arrives alone is handed over at once.
 pub(crate) const FLUSH_EVERY: usize = 32;
 
 /// A change delivered to handlers and streams.
@@ -204,10 +205,15 @@ impl<K> Listener<K> {
         true
     }
 
-    /// Wakes a handler thread waiting for the events queued since the last flush.
-    pub(crate) fn flush(&self) {
-        if let Sink::Thread(queue) = &self.sink {
-            queue.flush();
+    /// Wakes a handler thread waiting for the events queued since the last flush; whether
+    /// this is a handler thread's listener (a stream's is woken by each event).
+    pub(crate) fn flush(&self) -> bool {
+        match &self.sink {
+            Sink::Thread(queue) => {
+                queue.flush();
+                true
+            }
+            Sink::Stream(_) => false,
         }
     }
 

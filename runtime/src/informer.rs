@@ -449,6 +449,8 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
 async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>) {
     let mut unflushed = 0;
+    // Changes applied between flushes: [`FLUSH_EVERY`] per handler thread at the last flush.
+    let mut flush_every = FLUSH_EVERY;
     loop {
         let inner_ref = &inner;
         let bounded = inner
@@ -463,11 +465,10 @@ async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>)
         let Some(bounded) = bounded else { return };
         // Handler threads are woken here, not per event (see `handler`'s invariants).
         unflushed += 1;
-        if unflushed >= FLUSH_EVERY || !bounded.is_empty() || inner.queue.is_empty() {
+        if unflushed >= flush_every || !bounded.is_empty() || inner.queue.is_empty() {
             unflushed = 0;
-            for l in inner.listeners.lock().iter() {
-                l.flush();
-            }
+            let threads = inner.listeners.lock().iter().filter(|l| l.flush()).count();
+            flush_every = FLUSH_EVERY * threads.max(1);
         }
         for l in bounded {
             tokio::select! {
