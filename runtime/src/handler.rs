@@ -8,8 +8,9 @@
 //! - A handler thread is woken by a [`Listener::flush`], not by each event (see
 //!   `handler_queue`); the informer flushes whenever it has nothing more ready to apply,
 //!   after at most [`FLUSH_EVERY`] applied changes per handler thread (counted at the last
-//!   flush), and before it waits on a bounded handler. A new handler's thread starts once the store's replay is queued, so it takes
-//!   the replay when it first looks. Streams are woken by each event.
+//!   flush), and before it waits on a bounded handler. A new handler's thread starts once
+//!   the store's replay is queued, so it takes the replay when it first looks. Streams are
+//!   woken by each event.
 //! - A handler that panics is logged; the panicking event is skipped and the handler keeps
 //!   receiving later events.
 //! - `queue_depth` counts events queued and not yet fully handled (the one being handled
