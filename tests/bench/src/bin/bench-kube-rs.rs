@@ -1,9 +1,9 @@
 //! kube-rs's side of the benchmark: `kube_runtime::watcher` feeding a `reflector` store, as
 //! kube-rs users cache objects, syncing one resource from the replay server. `--metadata`:
 //! a watcher of `PartialObjectMeta` instead (metadata-only requests), measured as the others
-//! are; `--resource servicemonitors`: the custom
-//! resource, decoded into the types informer-gen emits from its CRD (a kube-rs user would
-//! emit equivalent plain structs with kopium).
+//! are; `--resource servicemonitors`: the custom resource, decoded into the types
+//! informer-gen emits from its CRD (a kube-rs user would emit equivalent plain structs with
+//! kopium).
 
 use std::time::Instant;
 

@@ -7,8 +7,8 @@
 //
 // Before it listens it encodes what clients will ask for (the list pages of 500 objects in
 // JSON and, for built-in kinds, protobuf; the protobuf WatchList stream; the churn events of
-// the first E objects in JSON, as metadata only and in protobuf), so that no client's measurement carries the
-// server's first encoding of them. It prints "listening http://ADDR" and the JSON size of
+// the first E objects in JSON, as metadata only and in protobuf), so that no client's
+// measurement carries the server's first encoding of them. It prints "listening http://ADDR" and the JSON size of
 // the objects, then serves:
 //
 //	GET /api/v1/{pods|configmaps}?limit=L&continue=C        paged list (resourceVersion of the set)
@@ -495,8 +495,9 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view, proto bo
 		timeout = time.Duration(t) * time.Second
 	}
 	churns := make(chan churn, 4)
+	enc := encoding{proto: proto, meta: v == s.meta}
 	s.mu.Lock()
-	s.watchers[churns] = encoding{proto: proto, meta: v == s.meta}
+	s.watchers[churns] = enc
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -516,7 +517,7 @@ func (s *server) watch(w http.ResponseWriter, r *http.Request, v *view, proto bo
 				flusher.Flush()
 				return
 			}
-			if !s.writeChurn(w, flusher, r, c, encoding{proto: proto, meta: v == s.meta}) {
+			if !s.writeChurn(w, flusher, r, c, enc) {
 				return
 			}
 		}
