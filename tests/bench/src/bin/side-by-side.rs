@@ -94,8 +94,11 @@ fn section(name: &str) -> bool {
     arg("--sections").is_none_or(|s| s.split(',').any(|x| x == name))
 }
 
+/// A measure's median, min and max over runs.
+type Spread = (f64, f64, f64);
+
 /// Median, min and max.
-fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+fn stats(mut v: Vec<f64>) -> Spread {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
@@ -187,17 +190,18 @@ fn main() {
         ];
         memory_table(&mut table, &go_bin, &memory_clients, n, runs);
     }
-    if section("generator") || section("check") || section("check-projects") {
-        if let Some(generators) = Generators::prepare(&mut table, &go_bin) {
-            if section("generator") {
-                generator_table(&mut table, &generators);
-            }
-            if section("check") {
-                check_table(&mut table, &generators);
-            }
-            if section("check-projects") {
-                check_projects_table(&mut table, &generators);
-            }
+    let generators = (section("generator") || section("check") || section("check-projects"))
+        .then(|| Generators::prepare(&mut table, &go_bin))
+        .flatten();
+    if let Some(generators) = generators {
+        if section("generator") {
+            generator_table(&mut table, &generators);
+        }
+        if section("check") {
+            check_table(&mut table, &generators);
+        }
+        if section("check-projects") {
+            check_projects_table(&mut table, &generators);
         }
     }
     if section("events") {
@@ -402,7 +406,7 @@ fn lister_table(table: &mut String, go_bin: &Path, clients: &Clients, n: usize, 
         ("selector_list_us", "µs", "selector_list_us"),
         ("index_us", "µs", "index_us"),
     ];
-    let mut medians: Vec<(&str, Vec<Option<(f64, f64, f64)>>)> = Vec::new();
+    let mut medians: Vec<(&str, Vec<Option<Spread>>)> = Vec::new();
     for (name, cmd, extra) in clients {
         let mut args = vec![
             "--server",
@@ -563,7 +567,7 @@ fn memory_table(
                 let re_heap = col(&|r| num(r, "relist_peak_heap") / num(r, "steady_heap"));
                 let re_rss = col(&|r| num(r, "relist_peak_rss") / num(r, "steady_rss"));
                 let re_time = col(&|r| num(r, "relist_seconds"));
-                let f = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} ({lo:.2}–{hi:.2})");
+                let f = |(m, lo, hi): Spread| format!("{m:.2} ({lo:.2}–{hi:.2})");
                 table.push_str(&format!(
                     "| {workload} | {mode} | {name} | {:.1} KB/object | {} | {} | {} | {} | {:.2} s ({:.2}–{:.2}) |\n",
                     steady.0 / 1000.0,
@@ -650,6 +654,7 @@ fn event_table(
 }
 
 /// Wall time and peak RSS of one child process.
+#[expect(clippy::zombie_processes, reason = "the child is reaped by `wait4`, which also gives its peak RSS")]
 fn timed(cmd: &mut Command) -> (f64, f64, bool) {
     let start = std::time::Instant::now();
     let child = cmd
@@ -887,7 +892,7 @@ fn first_crd_versions(ours: &Path, crds: &Path) -> Vec<(PathBuf, String)> {
 
 /// Median, min and max wall time of 3 runs of `f` (wall time, peak RSS, success), the median
 /// peak RSS, and whether every run succeeded.
-fn median3(f: &dyn Fn() -> (f64, f64, bool)) -> ((f64, f64, f64), f64, bool) {
+fn median3(f: &dyn Fn() -> (f64, f64, bool)) -> (Spread, f64, bool) {
     let runs: Vec<(f64, f64, bool)> = (0..3).map(|_| f()).collect();
     (
         stats(runs.iter().map(|r| r.0).collect()),
@@ -905,7 +910,7 @@ fn generator_table(table: &mut String, g: &Generators) {
     let kopium_equivalent = || {
         timed_in_turn(g.crd_versions.iter().map(|(f, version)| g.kopium_docs(f, version)))
     };
-    let rows: Vec<(&str, &str, ((f64, f64, f64), f64, bool))> = vec![
+    let rows: Vec<(&str, &str, (Spread, f64, bool))> = vec![
         (
             "Kubernetes v1.35 built-in APIs",
             "informer-gen (ours), swagger.json",
@@ -976,7 +981,7 @@ fn touch_sources(dir: &Path, ext: &str, run: usize) {
 
 /// Median (min–max) of 3 timed builds of `build` after `touch` marks the emitted sources
 /// changed, once the dependencies are built by a first, untimed run.
-fn rebuild_time(touch: &dyn Fn(usize), build: &dyn Fn() -> Command) -> ((f64, f64, f64), f64, bool) {
+fn rebuild_time(touch: &dyn Fn(usize), build: &dyn Fn() -> Command) -> (Spread, f64, bool) {
     let warm = build().status().unwrap().success();
     let run = std::cell::Cell::new(0);
     let (time, rss, ok) = median3(&|| {
@@ -1101,7 +1106,7 @@ fn check_projects_table(table: &mut String, g: &Generators) {
         for (sum, ((time, _, _), _)) in sums.iter_mut().zip(&cells) {
             *sum += time.0;
         }
-        let cell = |((m, lo, hi), _, ok): &((f64, f64, f64), f64, bool), bytes: u64| {
+        let cell = |((m, lo, hi), _, ok): &(Spread, f64, bool), bytes: u64| {
             format!("{m:.1} s ({lo:.1}–{hi:.1}), {:.2} MB{}", bytes as f64 / 1e6, if *ok { "" } else { " (failed)" })
         };
         let ours_time = cells[0].0.0.0;
