@@ -8,8 +8,8 @@
 // Before it listens it encodes what clients will ask for (the list pages of 500 objects in
 // JSON and, for built-in kinds, protobuf; the protobuf WatchList stream; the churn events of
 // the first E objects in JSON, as metadata only and in protobuf), so that no client's
-// measurement carries the server's first encoding of them. It prints "listening http://ADDR" and the JSON size of
-// the objects, then serves:
+// measurement carries the server's first encoding of them. It prints "listening
+// http://ADDR" and the JSON size of the objects, then serves:
 //
 //	GET /api/v1/{pods|configmaps}?limit=L&continue=C        paged list (resourceVersion of the set)
 //	    (/apis/monitoring.coreos.com/v1/servicemonitors for the servicemonitors workload)
