@@ -5,7 +5,8 @@
 //! The bytes before the items array are read first, as `json_list_split` reads a page's
 //! head, for the list metadata; the continue token is told then, before any item decodes.
 //! The array's bytes are cut into pieces where that module cuts a page (a `},` followed by
-//! the first item's opening, found at or past [`PIECE_BYTES`] into the bytes not yet cut),
+//! the first item's opening, found at or past [`PieceBounds::piece_bytes`] into the bytes
+//! not yet cut),
 //! and each piece is decoded as `[`, its bytes, `]` on tokio's blocking pool while later
 //! bytes arrive.
 //!
@@ -39,37 +40,29 @@ use crate::error::Error;
 use crate::json_list::{self, RawListMeta};
 use crate::json_list_split::{array_end_at_page_end, cut_finder, head_metadata, skip_whitespace};
 use crate::lister_watcher::PageInParts;
-use crate::page_parts::{Arrived, Chunks, InFlight, PIECE_BYTES, PageOut, read_on_own_task, read_whole};
+use crate::page_parts::{Arrived, Chunks, InFlight, PageOut, PieceBounds, read_on_own_task, read_whole};
 use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
 
 /// Longest head (the bytes before `"items"`) looked for before the page is read whole
 /// instead: a list's metadata is a few hundred bytes.
 const MAX_HEAD_BYTES: usize = 64 << 10;
 
-/// Decodes the JSON list page whose body `chunks` yields, calling `on_continue` with its
-/// continue token (`None` on a list's last page) as soon as the page's head is read; returns
-/// then, with the items to come in parts (see `page_parts`).
-pub(crate) async fn decode_page<K>(chunks: Chunks, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
-where
-    K: DeserializeOwned + Send + 'static,
-{
-    decode_page_with(chunks, PIECE_BYTES, on_continue).await
-}
-
-/// [`decode_page`] with pieces of `piece_bytes` (tests make them small).
-async fn decode_page_with<K>(chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
+/// Decodes the JSON list page whose body `chunks` yields, in pieces within `bounds`, calling
+/// `on_continue` with its continue token (`None` on a list's last page) as soon as the
+/// page's head is read; returns then, with the items to come in parts (see `page_parts`).
+pub(crate) async fn decode_page<K>(chunks: Chunks, bounds: PieceBounds, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
     read_on_own_task(move |mut out| async move {
-        let read = read_page(chunks, piece_bytes, on_continue, &mut out).await;
+        let read = read_page(chunks, bounds, on_continue, &mut out).await;
         out.finish(read).await;
     })
     .await
 }
 
 /// Reads the page, handing its head and parts to `out`.
-async fn read_page<K>(mut chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut PageOut<K>) -> Result<(), Error>
+async fn read_page<K>(mut chunks: Chunks, bounds: PieceBounds, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut PageOut<K>) -> Result<(), Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
@@ -94,7 +87,7 @@ where
     out.head(metadata.resource_version.unwrap_or_default(), continue_token);
     // The items array's bytes from its `[` on.
     pending.drain(..items_at - 1);
-    Pieces::new(out, piece_bytes).decode(pending, chunks).await
+    Pieces::new(out, bounds).decode(pending, chunks).await
 }
 
 /// What the bytes of a page read so far show of its head.
@@ -141,7 +134,7 @@ struct Pieces<'a, K> {
     /// Items handed over so far.
     handed_over: usize,
     in_flight: InFlight<Decoded<K>>,
-    piece_bytes: usize,
+    bounds: PieceBounds,
 }
 
 /// What the body gave next, while pieces decoded.
@@ -160,8 +153,8 @@ struct Decoded<K> {
 }
 
 impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
-    fn new(out: &'a PageOut<K>, piece_bytes: usize) -> Self {
-        Pieces { out, handed_over: 0, in_flight: InFlight::new(), piece_bytes }
+    fn new(out: &'a PageOut<K>, bounds: PieceBounds) -> Self {
+        Pieces { out, handed_over: 0, in_flight: InFlight::new(), bounds }
     }
 
     /// Decodes the items array whose bytes start with `pending` (from its `[` on) and go on
@@ -170,7 +163,7 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
     /// spare buffer behind a `[` (so a piece's bytes are not copied once more).
     async fn decode(mut self, mut pending: Vec<u8>, mut chunks: Chunks) -> Result<(), Error> {
         // Where the next cut is looked for, in `pending`.
-        let mut search_from = self.piece_bytes;
+        let mut search_from = self.bounds.piece_bytes();
         let mut cut_before: Option<memmem::Finder<'static>> = None;
         loop {
             if cut_before.is_none() {
@@ -188,7 +181,7 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
                     let mut piece = std::mem::replace(&mut pending, after);
                     piece.truncate(comma);
                     piece.push(b']');
-                    search_from = self.piece_bytes;
+                    search_from = self.bounds.piece_bytes();
                     if let Some(failed) = self.start(piece).await? {
                         return self.decode_rest(after_cut(failed, &pending[1..]), chunks).await;
                     }
@@ -231,7 +224,7 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
     /// when the most are being decoded; returns the bytes from the first piece that did not
     /// decode on (see [`Pieces::failed_from`]), if one did not.
     async fn start(&mut self, array: Vec<u8>) -> Result<Option<Vec<u8>>, Error> {
-        while let Some(decoded) = self.in_flight.oldest_when_full().await {
+        while let Some(decoded) = self.in_flight.oldest_when_full(self.bounds.pieces_in_flight()).await {
             if let Some(failed) = self.done(decoded?).await {
                 return Ok(Some(self.failed_from(failed, Some(array)).await?));
             }
@@ -370,7 +363,7 @@ mod tests {
     use super::*;
     use crate::json_list::tests::{config_map, list};
     use crate::lister_watcher::ListPage;
-    use crate::page_parts::max_pieces_in_flight;
+    use crate::page_parts::{PIECE_BYTES, max_pieces_in_flight};
 
     /// `bytes` as a body of `chunk`-byte chunks.
     fn chunks_of(bytes: &[u8], chunk: usize) -> Chunks {
@@ -382,7 +375,7 @@ mod tests {
 
     /// The page decoded as its body arrives, its parts gathered.
     async fn gathered<K: DeserializeOwned + Send + 'static>(chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error> {
-        decode_page_with(chunks, piece_bytes, on_continue).await?.gathered().await
+        decode_page(chunks, PieceBounds::fixed(piece_bytes), on_continue).await?.gathered().await
     }
 
     /// The page decoded as its body arrives, and the tokens `on_continue` was told.
@@ -449,7 +442,7 @@ mod tests {
         for (n, bytes) in pages.iter().enumerate() {
             let expected = whole(bytes);
             for chunk in [1, 13, 4096, bytes.len()] {
-                for piece_bytes in [1, 300, 2000, PIECE_BYTES] {
+                for piece_bytes in [1, 300, 2000, PIECE_BYTES.ceiling] {
                     let (page, told) = streamed(bytes, chunk, piece_bytes).await;
                     let case = format!("page {n}, chunks of {chunk}, pieces of {piece_bytes}");
                     match &expected {
@@ -468,7 +461,7 @@ mod tests {
         // however the page was cut.
         for (bytes, first_bad) in [(&pages[3], "items[70]: "), (&pages[4], "items[119]: ")] {
             for chunk in [13, bytes.len()] {
-                for piece_bytes in [1, 300, 2000, PIECE_BYTES] {
+                for piece_bytes in [1, 300, 2000, PIECE_BYTES.ceiling] {
                     let page = gathered::<k8s_openapi::api::core::v1::ConfigMap>(chunks_of(bytes, chunk), piece_bytes, |_| {}).await;
                     let err = page.unwrap_err().to_string();
                     assert!(err.contains(first_bad), "chunks of {chunk}, pieces of {piece_bytes}: {err}");
@@ -529,7 +522,7 @@ mod tests {
         let half = items_at + items[..200].iter().map(|i| i.len() + 1).sum::<usize>();
         let (body, chunks) = futures::channel::mpsc::unbounded::<Result<Bytes, Error>>();
         body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[..items_at]))).unwrap();
-        let mut page = decode_page_with::<k8s_openapi::api::core::v1::ConfigMap>(chunks.boxed(), 2000, |_| {}).await.unwrap();
+        let mut page = decode_page::<k8s_openapi::api::core::v1::ConfigMap>(chunks.boxed(), PieceBounds::fixed(2000), |_| {}).await.unwrap();
         assert_eq!((page.resource_version.as_str(), page.continue_token.as_deref()), ("4", Some("c")));
         // Half the items' bytes: every item of them but the bytes not yet cut (a piece and an
         // item) is handed over while the rest has not come.
@@ -557,7 +550,7 @@ mod tests {
         // A page dropped mid-body stops reading it.
         let (body, chunks) = futures::channel::mpsc::unbounded::<Result<Bytes, Error>>();
         body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[..half]))).unwrap();
-        let page = decode_page_with::<serde_json::Value>(chunks.boxed(), 2000, |_| {}).await.unwrap();
+        let page = decode_page::<serde_json::Value>(chunks.boxed(), PieceBounds::fixed(2000), |_| {}).await.unwrap();
         assert!(!body.is_closed());
         drop(page);
         tokio::time::timeout(std::time::Duration::from_secs(5), async {

@@ -19,7 +19,8 @@ use crate::error::Error;
 use crate::json_page_stream;
 use crate::lean::LeanPartialObjectMeta;
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, PageInParts, WatchOptions, WatchStream};
-use crate::page_prefetch::PrefetchSlot;
+use crate::page_parts::{ListBytes, PieceBounds};
+use crate::page_prefetch::{PrefetchSlot, READ_AHEAD};
 use crate::proto::Message;
 use crate::proto_page_stream;
 use crate::watch_events::watch_events;
@@ -67,17 +68,24 @@ impl<K: Resource> MetadataListerWatcher<K> {
 type BuildList = fn(&Request, &ListParams) -> Result<http::Request<Vec<u8>>, BuildError>;
 
 /// What an `Api` addresses: its client, and its resource's URL as a kube `Request` builder;
-/// and the next list page, when one is being fetched ahead.
-#[derive(Clone)]
+/// the next list page, when one is being fetched ahead; and the bytes the list in progress
+/// has delivered. A clone starts with no page fetched ahead and no list in progress.
 struct Target {
     client: Client,
     request: Request,
     next_page: PrefetchSlot,
+    list_bytes: ListBytes,
+}
+
+impl Clone for Target {
+    fn clone(&self) -> Self {
+        Target { client: self.client.clone(), request: self.request.clone(), next_page: self.next_page.clone(), list_bytes: ListBytes::default() }
+    }
 }
 
 impl Target {
     fn of<K: Resource>(api: Api<K>) -> Self {
-        Target { request: Request::new(api.resource_url()), client: api.into_client(), next_page: PrefetchSlot::default() }
+        Target { request: Request::new(api.resource_url()), client: api.into_client(), next_page: PrefetchSlot::default(), list_bytes: ListBytes::default() }
     }
 
     /// Lists the page `opts` asks for, with a request made by `build`; with `protobuf`,
@@ -85,27 +93,33 @@ impl Target {
     /// request is sent as soon as this page's continue token is read, before its items
     /// are decoded. A page (JSON or protobuf) decodes as its body arrives, in pieces on
     /// blocking threads, and is returned at its head, its items handed over in parts as the
-    /// pieces decode.
+    /// pieces decode. A request without a continue token starts a new list, whose pages'
+    /// bounds (see `page_parts`) grow with the bytes its pages deliver.
     async fn list<T>(&self, opts: &ListOptions, build: BuildList, protobuf: Option<&'static Message>) -> Result<PageInParts<T>, Error>
     where
         T: DeserializeOwned + Send + 'static,
     {
         let request = build(&self.request, &list_params(opts)).map_err(kube_client::Error::BuildRequest)?;
+        if opts.continue_token.is_none() {
+            self.list_bytes.restart();
+        }
         let response = self.next_page.send(&self.client, request, protobuf).await?;
         let (client, builder, starter) = (self.client.clone(), self.request.clone(), self.next_page.starter());
+        let delivered = self.list_bytes.clone();
         let next_opts = opts.clone();
         let fetch_next = move |token: Option<&str>| {
             let Some(token) = token else { return };
             let next = ListOptions { continue_token: Some(token.to_owned()), ..next_opts };
             // A request that does not build is not fetched ahead; asked for, it fails then.
             if let Ok(request) = build(&builder, &list_params(&next)) {
-                starter.start(&client, request, protobuf);
+                starter.start(&client, request, protobuf, READ_AHEAD.limit(delivered.get()));
             }
         };
-        let chunks = response.body.into_chunks();
+        let chunks = self.list_bytes.counted(response.body.into_chunks());
+        let bounds = PieceBounds::of_list(self.list_bytes.clone());
         match response.protobuf {
-            Some(message) => proto_page_stream::decode_page(chunks, message, fetch_next).await,
-            None => json_page_stream::decode_page(chunks, fetch_next).await,
+            Some(message) => proto_page_stream::decode_page(chunks, message, bounds, fetch_next).await,
+            None => json_page_stream::decode_page(chunks, bounds, fetch_next).await,
         }
     }
 
@@ -234,6 +248,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_lists_pages_count_the_bytes_it_delivered_and_a_new_list_starts_again() {
+        let (client, _) = paged_server();
+        let lw = KubeListerWatcher::new(Api::<ConfigMap>::all(client));
+        let body = |name: &str, next: &str, data: &str| format!(r#"{{"metadata":{{"resourceVersion":"9","continue":"{next}"}},"items":[{{"metadata":{{"name":"{name}"}},"data":{{"d":"{data}"}}}}]}}"#).len();
+        let (first, second) = (body("a", "p2", ""), body("b", "p3", &"x".repeat(MIN_BYTES_PER_THREAD)));
+        lw.list(&page(None)).await.unwrap();
+        assert_eq!(lw.target.list_bytes.get(), first);
+        lw.list(&page(Some("p2"))).await.unwrap();
+        assert_eq!(lw.target.list_bytes.get(), first + second, "a next page adds to its list");
+        lw.list(&page(None)).await.unwrap();
+        assert_eq!(lw.target.list_bytes.get(), first, "a list without a token starts again");
+        assert_eq!(lw.clone().target.list_bytes.get(), 0, "a clone has no list in progress");
+    }
+
+    #[tokio::test]
     async fn the_next_page_is_requested_while_this_one_decodes_and_answers_the_next_list() {
         let (client, asked) = paged_server();
         let lw = KubeListerWatcher::new(Api::<ConfigMap>::all(client));
@@ -271,7 +300,7 @@ mod tests {
         let service_client = client.clone();
         let lw = KubeListerWatcher::new(Api::<ConfigMap>::all(client));
         // A first page whose token is "gone": served by a list of its own below.
-        lw.target.next_page.starter().start(&service_client, Request::list(&lw.target.request, &list_params(&page(Some("gone")))).unwrap(), None);
+        lw.target.next_page.starter().start(&service_client, Request::list(&lw.target.request, &list_params(&page(Some("gone")))).unwrap(), None, READ_AHEAD.ceiling);
         let err = lw.list(&page(Some("gone"))).await.unwrap_err();
         assert!(err.is_expired(), "{err}");
         assert_eq!(*asked.lock().unwrap(), ["gone"], "answered by the fetch ahead, not sent twice");

@@ -8,11 +8,17 @@
 //!   item, unless it panicked: the panic is raised where the page or its parts are awaited.
 //! - At most [`PARTS_WAITING`] parts wait to be taken; the decode waits while they do.
 //! - The task is cancelled when the page's future or its parts are dropped.
-//! - Pieces decode on tokio's blocking pool, at most [`max_pieces_in_flight`] at once, and
-//!   come back in the order they were started.
+//! - Pieces decode on tokio's blocking pool, at most [`PieceBounds::pieces_in_flight`] at
+//!   once, and come back in the order they were started.
+//! - A piece's bytes and the pieces in flight are windows of the bytes the page's list has
+//!   delivered so far ([`ListBytes`], over all its pages): a short list's decode holds a
+//!   small share of what it caches, and a long one reaches the full bounds after its first
+//!   2 MiB.
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -22,16 +28,26 @@ use futures::stream::BoxStream;
 use crate::error::Error;
 use crate::lister_watcher::{ListPage, PageInParts};
 use crate::parallel::{decode_threads, decoded_off_worker, joined};
+use crate::window::Window;
 
 /// Chunks of a list response's body, in order; an `Err` ends the body.
 pub(crate) type Chunks = BoxStream<'static, Result<Bytes, Error>>;
 
 /// Bytes of items a piece holds before it is cut (at the end of the item those bytes end
-/// in): enough that a blocking task's start is small beside its decode, few beside a page
-/// (500 Pods of ≈8 KB). With the pieces in flight they are what a page's decode holds:
-/// 64 KB held 1,000 Pods' relist to 1.22 × the steady heap (128 KB: 1.33) for 2–6% more
-/// sync time (32 KB: 1.18, for 12% more).
-pub(crate) const PIECE_BYTES: usize = 64 << 10;
+/// in), a window of the bytes the list has delivered. The ceiling is enough that a blocking
+/// task's start is small beside its decode, few beside a page (500 Pods of ≈8 KB): with the
+/// pieces in flight they are what a page's decode holds, and 64 KB held 1,000 Pods' relist
+/// to 1.22 × the steady heap (128 KB: 1.33) for 2–6% more sync time (32 KB: 1.18, for 12%
+/// more). The floor keeps a short list of small objects from holding a large share of its
+/// cache in pieces: at 64 KB, a relist of 1,000 ConfigMaps' metadata (≈0.9 MB cached)
+/// peaked at about twice the steady heap.
+pub(crate) const PIECE_BYTES: Window = Window { floor: 8 << 10, ceiling: 64 << 10 };
+
+/// Most pieces being decoded at once while pieces are below [`PIECE_BYTES`]' ceiling: one
+/// per decode thread and one cut ahead.
+fn min_pieces_in_flight() -> usize {
+    decode_threads() + 1
+}
 
 /// Most parts (a piece's items) decoded and waiting to be taken.
 const PARTS_WAITING: usize = 2;
@@ -41,6 +57,67 @@ const PARTS_WAITING: usize = 2;
 /// thread, 10,000 Pods synced 17% slower than from pages read whole).
 pub(crate) fn max_pieces_in_flight() -> usize {
     3 * decode_threads()
+}
+
+/// The bytes a list has delivered so far, over all its pages: what the bounds of its pages'
+/// decodes grow with. Clones share the count; a new list restarts it.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct ListBytes(Arc<AtomicUsize>);
+
+impl ListBytes {
+    /// Bytes counted since the list started.
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Starts counting a new list.
+    pub(crate) fn restart(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+
+    /// `chunks`, each counted as it is read.
+    pub(crate) fn counted(&self, chunks: Chunks) -> Chunks {
+        let count = self.0.clone();
+        chunks
+            .inspect(move |chunk| {
+                if let Ok(chunk) = chunk {
+                    count.fetch_add(chunk.len(), Ordering::Relaxed);
+                }
+            })
+            .boxed()
+    }
+}
+
+/// How large a page's pieces are and how many decode at once, from what its list has
+/// delivered (see the module's invariants).
+#[derive(Clone, Debug)]
+pub(crate) struct PieceBounds {
+    pub(crate) piece_bytes: Window,
+    pub(crate) delivered: ListBytes,
+}
+
+impl PieceBounds {
+    /// The bounds of a page of the list whose bytes `delivered` counts.
+    pub(crate) fn of_list(delivered: ListBytes) -> Self {
+        PieceBounds { piece_bytes: PIECE_BYTES, delivered }
+    }
+
+    /// Pieces of `piece_bytes` whatever was delivered, [`max_pieces_in_flight`] at once.
+    #[cfg(test)]
+    pub(crate) fn fixed(piece_bytes: usize) -> Self {
+        PieceBounds { piece_bytes: Window::fixed(piece_bytes), delivered: ListBytes::default() }
+    }
+
+    /// Bytes of items the next piece holds before it is cut.
+    pub(crate) fn piece_bytes(&self) -> usize {
+        self.piece_bytes.limit(self.delivered.get())
+    }
+
+    /// Most pieces being decoded at once: [`max_pieces_in_flight`] once pieces are at their
+    /// ceiling, one per decode thread and one more before.
+    pub(crate) fn pieces_in_flight(&self) -> usize {
+        if self.piece_bytes() >= self.piece_bytes.ceiling { max_pieces_in_flight() } else { min_pieces_in_flight() }
+    }
 }
 
 /// A page's resourceVersion and continue token.
@@ -183,10 +260,10 @@ impl<T: Send + 'static> InFlight<T> {
         self.spare.push(buffer);
     }
 
-    /// While [`max_pieces_in_flight`] are being decoded, waits for the oldest and returns
-    /// it, to be dealt with before another starts; `None` once one more may start.
-    pub(crate) async fn oldest_when_full(&mut self) -> Option<Result<T, Error>> {
-        if self.tasks.len() < max_pieces_in_flight() {
+    /// While `most` are being decoded, waits for the oldest and returns it, to be dealt with
+    /// before another starts; `None` once one more may start.
+    pub(crate) async fn oldest_when_full(&mut self, most: usize) -> Option<Result<T, Error>> {
+        if self.tasks.len() < most {
             return None;
         }
         self.oldest().await
@@ -220,5 +297,42 @@ impl<T: Send + 'static> InFlight<T> {
             Some(chunk) => Arrived::Chunk(chunk?),
             None => Arrived::End,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::SHARE;
+
+    #[test]
+    fn pieces_grow_with_what_the_list_delivered_and_more_decode_at_once_at_full_size() {
+        let delivered = ListBytes::default();
+        let bounds = PieceBounds::of_list(delivered.clone());
+        let grow = |bytes: usize| delivered.0.fetch_add(bytes, Ordering::Relaxed);
+        assert_eq!((bounds.piece_bytes(), bounds.pieces_in_flight()), (PIECE_BYTES.floor, min_pieces_in_flight()));
+        grow(PIECE_BYTES.floor * SHARE * 2);
+        assert_eq!((bounds.piece_bytes(), bounds.pieces_in_flight()), (2 * PIECE_BYTES.floor, min_pieces_in_flight()));
+        grow(PIECE_BYTES.ceiling * SHARE);
+        assert_eq!((bounds.piece_bytes(), bounds.pieces_in_flight()), (PIECE_BYTES.ceiling, max_pieces_in_flight()));
+        assert!(min_pieces_in_flight() < max_pieces_in_flight());
+        delivered.restart();
+        assert_eq!((bounds.piece_bytes(), bounds.pieces_in_flight()), (PIECE_BYTES.floor, min_pieces_in_flight()), "a new list starts small");
+        let fixed = PieceBounds::fixed(300);
+        assert_eq!((fixed.piece_bytes(), fixed.pieces_in_flight()), (300, max_pieces_in_flight()));
+    }
+
+    #[tokio::test]
+    async fn counted_chunks_add_their_bytes_to_the_list_and_pass_through_unchanged() {
+        let delivered = ListBytes::default();
+        let chunks: Vec<Result<Bytes, Error>> = vec![Ok(Bytes::from_static(b"abc")), Ok(Bytes::from_static(b"de")), Err(Error::Decode("cut".into()))];
+        let read: Vec<_> = delivered.counted(futures::stream::iter(chunks).boxed()).collect().await;
+        assert_eq!(read.len(), 3);
+        assert_eq!((read[0].as_ref().unwrap().as_ref(), read[1].as_ref().unwrap().as_ref()), (&b"abc"[..], &b"de"[..]));
+        assert!(read[2].is_err());
+        assert_eq!(delivered.get(), 5);
+        let shared = delivered.clone();
+        shared.restart();
+        assert_eq!(delivered.get(), 0, "clones share the count");
     }
 }

@@ -5,9 +5,10 @@
 //!
 //! Invariants:
 //! - At most one page is fetched ahead per lister-watcher, and only the page a token just
-//!   named. The memory held ahead is its body's chunks up to the one that reaches
-//!   [`READ_AHEAD`] bytes; the rest waits on the connection until the page is asked for and
-//!   decoded as it arrives (see `json_page_stream` and `proto_page_stream`).
+//!   named. The memory held ahead is its body's chunks up to the one that reaches the bytes
+//!   the fetch was started with ([`READ_AHEAD`], a window of what the list has delivered);
+//!   the rest waits on the connection until the page is asked for and decoded as it
+//!   arrives (see `json_page_stream` and `proto_page_stream`).
 //! - A fetched-ahead response is used only for the very request that would have been sent
 //!   (the same URI, the same `Accept`), and it answers as that request would have: its
 //!   status error, body error or bytes, as they came.
@@ -30,6 +31,7 @@ use crate::error::Error;
 use crate::parallel::joined;
 use crate::proto::Message;
 use crate::watch_events::{accept_protobuf, api_error, is_protobuf};
+use crate::window::Window;
 
 /// A list response that succeeded: its body, and the message a protobuf body decodes
 /// with (`None` for a JSON body).
@@ -86,9 +88,11 @@ impl ListBody {
     }
 }
 
-/// Most bytes of a body read by a fetch ahead before the page is asked for: enough that
-/// its decode starts without waiting on the server, a small part of a page.
-pub(crate) const READ_AHEAD: usize = 256 << 10;
+/// Most bytes of a body read by a fetch ahead before the page is asked for, a window of the
+/// bytes the list has delivered: enough that its decode starts without waiting on the
+/// server, a small part of a page, and of a short list's cache (what the server wrote
+/// beyond it waits in the socket's buffers, outside the heap).
+pub(crate) const READ_AHEAD: Window = Window { floor: 32 << 10, ceiling: 256 << 10 };
 
 /// Sends a list request (asking for protobuf with `protobuf`) and reads `read_ahead` bytes
 /// of its body at most. A status that is not success is the API's error.
@@ -193,12 +197,13 @@ impl PrefetchSlot {
 }
 
 impl PrefetchStarter {
-    /// Starts fetching `request` on a task of its own, in place of any fetch ahead there was
-    /// (outside a tokio runtime, nothing is fetched ahead).
-    pub(crate) fn start(&self, client: &Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>) {
+    /// Starts fetching `request` on a task of its own, reading `read_ahead` bytes of its body
+    /// at most, in place of any fetch ahead there was (outside a tokio runtime, nothing is
+    /// fetched ahead).
+    pub(crate) fn start(&self, client: &Client, request: http::Request<Vec<u8>>, protobuf: Option<&'static Message>, read_ahead: usize) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let id = RequestId::of(&request, protobuf);
-        let task = runtime.spawn(fetch(client.clone(), request, protobuf, READ_AHEAD));
+        let task = runtime.spawn(fetch(client.clone(), request, protobuf, read_ahead));
         *lock(&self.0) = Some(Ahead { id, task });
     }
 }
@@ -295,15 +300,15 @@ mod tests {
         let (client, asked) = served(BODY, 17, None, crate::proto::CONTENT_TYPE);
         let slot = PrefetchSlot::default();
         let starter = slot.starter();
-        starter.start(&client, page("p2"), PROTOBUF);
+        starter.start(&client, page("p2"), PROTOBUF, READ_AHEAD.ceiling);
         let (_, bytes) = chunks(slot.send(&client, page("p2"), PROTOBUF).await.unwrap()).await;
         assert_eq!(bytes.unwrap(), BODY);
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1, "the page fetched ahead answered");
         // Another page, or the same page without protobuf, is asked for anew.
-        starter.start(&client, page("p3"), PROTOBUF);
+        starter.start(&client, page("p3"), PROTOBUF, READ_AHEAD.ceiling);
         chunks(slot.send(&client, page("p3"), None).await.unwrap()).await.1.unwrap();
         assert!(lock(&slot.0).is_none(), "the fetch ahead is dropped");
-        starter.start(&client, page("p4"), PROTOBUF);
+        starter.start(&client, page("p4"), PROTOBUF, READ_AHEAD.ceiling);
         chunks(slot.send(&client, page("p5"), PROTOBUF).await.unwrap()).await.1.unwrap();
         assert!(lock(&slot.0).is_none(), "the fetch ahead is dropped");
     }

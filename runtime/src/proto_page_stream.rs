@@ -7,7 +7,8 @@
 //! one length-delimited field per item), then the content encoding and type. The head (up
 //! to the end of the `ListMeta`) is read first and gives the continue token. From there on,
 //! every field's key and length are read as they arrive, and the fields are cut into pieces
-//! of about [`PIECE_BYTES`] at field boundaries; each piece decodes on tokio's blocking pool
+//! of about [`PieceBounds::piece_bytes`] at field boundaries; each piece decodes on tokio's
+//! blocking pool
 //! while later bytes arrive.
 //!
 //! Invariants:
@@ -31,7 +32,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 use crate::lister_watcher::PageInParts;
-use crate::page_parts::{Arrived, Chunks, InFlight, PIECE_BYTES, PageOut, read_on_own_task, read_whole};
+use crate::page_parts::{Arrived, Chunks, InFlight, PageOut, PieceBounds, read_on_own_task, read_whole};
 use crate::parallel::MIN_BYTES_PER_THREAD;
 use crate::proto::envelope::{self, MAGIC};
 use crate::proto::wire::{self, FieldSpan, LEN, Reader};
@@ -41,23 +42,16 @@ use crate::proto::{Message, ProtoError};
 /// read whole instead: it is a few hundred bytes.
 const MAX_HEAD_BYTES: usize = 64 << 10;
 
-/// Decodes the protobuf list page whose body `chunks` yields, its items `item` messages,
-/// calling `on_continue` with its continue token (`None` on a list's last page) as soon as
-/// the page's head is read; returns then, with the items to come in parts.
-pub(crate) async fn decode_page<K>(chunks: Chunks, item: &'static Message, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
-where
-    K: DeserializeOwned + Send + 'static,
-{
-    decode_page_with(chunks, item, PIECE_BYTES, on_continue).await
-}
-
-/// [`decode_page`] with pieces of `piece_bytes` (tests make them small).
-async fn decode_page_with<K>(chunks: Chunks, item: &'static Message, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
+/// Decodes the protobuf list page whose body `chunks` yields, its items `item` messages, in
+/// pieces within `bounds`, calling `on_continue` with its continue token (`None` on a list's
+/// last page) as soon as the page's head is read; returns then, with the items to come in
+/// parts.
+pub(crate) async fn decode_page<K>(chunks: Chunks, item: &'static Message, bounds: PieceBounds, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
     read_on_own_task(move |mut out| async move {
-        let read = read_page(chunks, item, piece_bytes, on_continue, &mut out).await;
+        let read = read_page(chunks, item, bounds, on_continue, &mut out).await;
         out.finish(read).await;
     })
     .await
@@ -68,7 +62,7 @@ fn decode_error(e: ProtoError) -> Error {
 }
 
 /// Reads the page, handing its head and parts to `out`.
-async fn read_page<K>(mut chunks: Chunks, item: &'static Message, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut PageOut<K>) -> Result<(), Error>
+async fn read_page<K>(mut chunks: Chunks, item: &'static Message, bounds: PieceBounds, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut PageOut<K>) -> Result<(), Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
@@ -89,7 +83,7 @@ where
     on_continue(head.continue_token.as_deref());
     out.head(head.resource_version, head.continue_token);
     pending.drain(..head.items_at);
-    let pieces = Pieces { out, item, kind: head.kind.into(), cut_items: 0, in_flight: InFlight::new(), piece_bytes };
+    let pieces = Pieces { out, item, kind: head.kind.into(), cut_items: 0, in_flight: InFlight::new(), bounds };
     pieces.decode(pending, head.list_end - head.items_at, chunks).await
 }
 
@@ -179,7 +173,7 @@ struct Pieces<'a, K> {
     /// Items in the pieces cut so far.
     cut_items: usize,
     in_flight: InFlight<Decoded<K>>,
-    piece_bytes: usize,
+    bounds: PieceBounds,
 }
 
 impl<K: DeserializeOwned + Send + 'static> Pieces<'_, K> {
@@ -196,7 +190,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<'_, K> {
                     items += 1;
                 }
                 framed += span.len();
-                if framed >= self.piece_bytes {
+                if framed >= self.bounds.piece_bytes() {
                     let rest = self.in_flight.buffer(&[], &pending[framed..]);
                     let mut piece = std::mem::replace(&mut pending, rest);
                     piece.truncate(framed);
@@ -237,7 +231,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<'_, K> {
     /// Starts decoding `piece` (whole fields, `items` of them items) on the blocking pool,
     /// first waiting for the oldest piece when the most are being decoded.
     async fn start(&mut self, piece: Vec<u8>, items: usize) -> Result<(), Error> {
-        while let Some(decoded) = self.in_flight.oldest_when_full().await {
+        while let Some(decoded) = self.in_flight.oldest_when_full(self.bounds.pieces_in_flight()).await {
             self.done(decoded?).await?;
         }
         let (item, kind, first) = (self.item, self.kind.clone(), self.cut_items);
@@ -266,6 +260,7 @@ mod tests {
 
     use super::*;
     use crate::lister_watcher::ListPage;
+    use crate::page_parts::PIECE_BYTES;
     use crate::proto::{Field, Kind};
 
     static THING: Message = Message {
@@ -328,7 +323,7 @@ mod tests {
         let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let tell = told.clone();
         let page = async {
-            let page: PageInParts<Thing> = decode_page_with(chunks_of(bytes, chunk), &THING, piece_bytes, move |token| tell.lock().unwrap().push(token.map(str::to_string))).await?;
+            let page: PageInParts<Thing> = decode_page(chunks_of(bytes, chunk), &THING, PieceBounds::fixed(piece_bytes), move |token| tell.lock().unwrap().push(token.map(str::to_string))).await?;
             page.gathered().await
         };
         let page = page.await.map(|p: ListPage<Thing>| (p.items, p.resource_version, p.continue_token)).map_err(|e| e.to_string());
@@ -368,7 +363,7 @@ mod tests {
         for (n, (bytes, streams)) in pages.iter().enumerate() {
             let expected = whole(bytes);
             for chunk in [1, 13, 4096, bytes.len()] {
-                for piece_bytes in [1, 300, 2000, PIECE_BYTES] {
+                for piece_bytes in [1, 300, 2000, PIECE_BYTES.ceiling] {
                     let (page, told) = streamed(bytes, chunk, piece_bytes).await;
                     let case = format!("page {n}, chunks of {chunk}, pieces of {piece_bytes}");
                     assert_eq!(page, expected, "{case}");
@@ -388,7 +383,7 @@ mod tests {
         let names: Vec<Vec<u8>> = (0..150).map(|i| format!("thing-{i}").into_bytes()).collect();
         let bytes = list(&names);
         for cut in [bytes.len() / 2, bytes.len() - 40] {
-            for piece_bytes in [300, PIECE_BYTES] {
+            for piece_bytes in [300, PIECE_BYTES.ceiling] {
                 let (page, _) = streamed(&bytes[..cut], 13, piece_bytes).await;
                 assert!(page.as_ref().is_err_and(|e| e.contains("cut short")), "cut at {cut}, pieces of {piece_bytes}: {page:?}");
                 assert!(whole(&bytes[..cut]).is_err());
@@ -408,7 +403,7 @@ mod tests {
         let half = head.items_at + (head.list_end - head.items_at) / 2;
         let (body, chunks) = futures::channel::mpsc::unbounded::<Result<Bytes, Error>>();
         body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[..head.items_at]))).unwrap();
-        let mut page = decode_page_with::<Thing>(chunks.boxed(), &THING, 300, |_| {}).await.unwrap();
+        let mut page = decode_page::<Thing>(chunks.boxed(), &THING, PieceBounds::fixed(300), |_| {}).await.unwrap();
         assert_eq!((page.resource_version.as_str(), page.continue_token.as_deref()), ("7", Some("more")));
         body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[head.items_at..half]))).unwrap();
         // Every item of the first half but the bytes not yet cut (a piece and an item).
