@@ -12,8 +12,8 @@
 //!
 //! Invariants:
 //! - Held by a page's decode: the bytes not yet cut (a piece, a chunk and an item, unless one
-//!   item is longer than that), the pieces being decoded and the parts waiting to be taken
-//!   (both bounded, see `page_parts`); no more of the body is read while the most pieces
+//!   item is longer than that), the pieces being decoded (each in a buffer of at most about
+//!   twice its bytes) and the parts waiting to be taken (both bounded, see `page_parts`); no more of the body is read while the most pieces
 //!   are being decoded. A piece decoded is handed over before the next bytes are read.
 //! - The page's parts, gathered, are what `json_list::decode_list_then` gives for the whole
 //!   body, and so is the error that ends them, but for where a page that is not JSON breaks
@@ -158,9 +158,8 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
     }
 
     /// Decodes the items array whose bytes start with `pending` (from its `[` on) and go on
-    /// in `chunks`. The bytes not yet cut are read into the buffer a piece is cut from: a
-    /// piece is the front of that buffer closed with `]`, and the bytes after it go to a
-    /// spare buffer behind a `[` (so a piece's bytes are not copied once more).
+    /// in `chunks`. The bytes not yet cut are read into the buffer a piece is cut from (see
+    /// [`InFlight::cut`]).
     async fn decode(mut self, mut pending: Vec<u8>, mut chunks: Chunks) -> Result<(), Error> {
         // Where the next cut is looked for, in `pending`.
         let mut search_from = self.bounds.piece_bytes();
@@ -177,10 +176,7 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
                         break;
                     };
                     let comma = search_from + found + 1;
-                    let after = self.in_flight.buffer(b"[", &pending[comma + 1..]);
-                    let mut piece = std::mem::replace(&mut pending, after);
-                    piece.truncate(comma);
-                    piece.push(b']');
+                    let piece = self.in_flight.cut(&mut pending, comma, b"]", b"[", comma + 1);
                     search_from = self.bounds.piece_bytes();
                     if let Some(failed) = self.start(piece).await? {
                         return self.decode_rest(after_cut(failed, &pending[1..]), chunks).await;

@@ -255,6 +255,24 @@ impl<T: Send + 'static> InFlight<T> {
         buffer
     }
 
+    /// Cuts a piece off the front of `pending`: `pending[..end]` then `close`. `pending`
+    /// keeps `open` then its bytes from `from` on. The piece takes `pending`'s buffer unless
+    /// that is over twice the piece's size (as when pieces are small beside a chunk): then
+    /// the piece is copied out, so a piece in flight holds at most about twice its bytes (or
+    /// a buffer a piece before it gave back).
+    pub(crate) fn cut(&mut self, pending: &mut Vec<u8>, end: usize, close: &[u8], open: &[u8], from: usize) -> Vec<u8> {
+        if pending.capacity() > 2 * (end + close.len()) {
+            let piece = self.buffer(&pending[..end], close);
+            pending.splice(..from, open.iter().copied());
+            return piece;
+        }
+        let rest = self.buffer(open, &pending[from..]);
+        let mut piece = std::mem::replace(pending, rest);
+        piece.truncate(end);
+        piece.extend_from_slice(close);
+        piece
+    }
+
     /// Keeps a decoded piece's buffer for a next piece.
     pub(crate) fn give_back(&mut self, buffer: Vec<u8>) {
         self.spare.push(buffer);
@@ -320,6 +338,34 @@ mod tests {
         assert_eq!((bounds.piece_bytes(), bounds.pieces_in_flight()), (PIECE_BYTES.floor, min_pieces_in_flight()), "a new list starts small");
         let fixed = PieceBounds::fixed(300);
         assert_eq!((fixed.piece_bytes(), fixed.pieces_in_flight()), (300, max_pieces_in_flight()));
+    }
+
+    #[test]
+    fn a_piece_takes_the_pending_buffer_unless_that_is_over_twice_its_size() {
+        let bytes = br#"[{"a":1111111111},{"b":2}"#;
+        let comma = memchr::memmem::find(bytes, b"},").unwrap() + 1;
+        let mut in_flight = InFlight::<()>::new();
+        // A buffer about the piece's size: the piece keeps it, the rest is moved out.
+        let mut pending = bytes.to_vec();
+        let buffer = pending.as_ptr();
+        let piece = in_flight.cut(&mut pending, comma, b"]", b"[", comma + 1);
+        assert_eq!((piece.as_slice(), pending.as_slice()), (&br#"[{"a":1111111111}]"#[..], &br#"[{"b":2}"#[..]));
+        assert_eq!(piece.as_ptr(), buffer);
+        // A buffer many times the piece's size: the piece is copied out, into a small buffer.
+        let mut pending = Vec::with_capacity(64 << 10);
+        pending.extend_from_slice(bytes);
+        let buffer = pending.as_ptr();
+        let piece = in_flight.cut(&mut pending, comma, b"]", b"[", comma + 1);
+        assert_eq!((piece.as_slice(), pending.as_slice()), (&br#"[{"a":1111111111}]"#[..], &br#"[{"b":2}"#[..]));
+        assert_eq!(pending.as_ptr(), buffer, "the bytes not yet cut stay in their buffer");
+        assert!(piece.capacity() < 1024, "a piece of {} bytes in a buffer of {}", piece.len(), piece.capacity());
+        // Without a closing or opening mark (protobuf's fields), both ways.
+        for capacity in [bytes.len(), 64 << 10] {
+            let mut pending = Vec::with_capacity(capacity);
+            pending.extend_from_slice(bytes);
+            let piece = in_flight.cut(&mut pending, comma, &[], &[], comma);
+            assert_eq!((piece.as_slice(), pending.as_slice()), (&br#"[{"a":1111111111}"#[..], &br#",{"b":2}"#[..]), "capacity {capacity}");
+        }
     }
 
     #[tokio::test]

@@ -191,9 +191,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<'_, K> {
                 }
                 framed += span.len();
                 if framed >= self.bounds.piece_bytes() {
-                    let rest = self.in_flight.buffer(&[], &pending[framed..]);
-                    let mut piece = std::mem::replace(&mut pending, rest);
-                    piece.truncate(framed);
+                    let piece = self.in_flight.cut(&mut pending, framed, &[], &[], framed);
                     left -= framed;
                     self.start(piece, items).await?;
                     (framed, items) = (0, 0);
