@@ -6,15 +6,15 @@
 //! head, for the list metadata; the continue token is told then, before any item decodes.
 //! The array's bytes are cut into pieces where that module cuts a page (a `},` followed by
 //! the first item's opening, found at or past [`PieceBounds::piece_bytes`] into the bytes
-//! not yet cut),
-//! and each piece is decoded as `[`, its bytes, `]` on tokio's blocking pool while later
-//! bytes arrive.
+//! not yet cut), and each piece is decoded as `[`, its bytes, `]` on tokio's blocking pool
+//! while later bytes arrive.
 //!
 //! Invariants:
 //! - Held by a page's decode: the bytes not yet cut (a piece, a chunk and an item, unless one
 //!   item is longer than that), the pieces being decoded (each in a buffer of at most about
-//!   twice its bytes) and the parts waiting to be taken (both bounded, see `page_parts`); no more of the body is read while the most pieces
-//!   are being decoded. A piece decoded is handed over before the next bytes are read.
+//!   twice its bytes) and the parts waiting to be taken (both bounded, see `page_parts`); no
+//!   more of the body is read while the most pieces are being decoded. A piece decoded is
+//!   handed over before the next bytes are read.
 //! - The page's parts, gathered, are what `json_list::decode_list_then` gives for the whole
 //!   body, and so is the error that ends them, but for where a page that is not JSON breaks
 //!   (counted from the first byte not yet decoded). The head (resourceVersion and continue

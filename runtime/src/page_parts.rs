@@ -92,31 +92,31 @@ impl ListBytes {
 /// delivered (see the module's invariants).
 #[derive(Clone, Debug)]
 pub(crate) struct PieceBounds {
-    pub(crate) piece_bytes: Window,
-    pub(crate) delivered: ListBytes,
+    piece_window: Window,
+    delivered: ListBytes,
 }
 
 impl PieceBounds {
     /// The bounds of a page of the list whose bytes `delivered` counts.
     pub(crate) fn of_list(delivered: ListBytes) -> Self {
-        PieceBounds { piece_bytes: PIECE_BYTES, delivered }
+        PieceBounds { piece_window: PIECE_BYTES, delivered }
     }
 
     /// Pieces of `piece_bytes` whatever was delivered, [`max_pieces_in_flight`] at once.
     #[cfg(test)]
     pub(crate) fn fixed(piece_bytes: usize) -> Self {
-        PieceBounds { piece_bytes: Window::fixed(piece_bytes), delivered: ListBytes::default() }
+        PieceBounds { piece_window: Window::fixed(piece_bytes), delivered: ListBytes::default() }
     }
 
     /// Bytes of items the next piece holds before it is cut.
     pub(crate) fn piece_bytes(&self) -> usize {
-        self.piece_bytes.limit(self.delivered.get())
+        self.piece_window.limit(self.delivered.get())
     }
 
     /// Most pieces being decoded at once: [`max_pieces_in_flight`] once pieces are at their
     /// ceiling, one per decode thread and one more before.
     pub(crate) fn pieces_in_flight(&self) -> usize {
-        if self.piece_bytes() >= self.piece_bytes.ceiling { max_pieces_in_flight() } else { min_pieces_in_flight() }
+        if self.piece_bytes() >= self.piece_window.ceiling { max_pieces_in_flight() } else { min_pieces_in_flight() }
     }
 }
 

@@ -8,8 +8,7 @@
 //! to the end of the `ListMeta`) is read first and gives the continue token. From there on,
 //! every field's key and length are read as they arrive, and the fields are cut into pieces
 //! of about [`PieceBounds::piece_bytes`] at field boundaries; each piece decodes on tokio's
-//! blocking pool
-//! while later bytes arrive.
+//! blocking pool while later bytes arrive.
 //!
 //! Invariants:
 //! - Held by a page's decode: the bytes not yet cut (a piece, a chunk and an item, unless one
