@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
+use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, reuse_unchanged, unlisted_survivor};
 
 struct State<K> {
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
@@ -117,6 +117,10 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
             self.push(&mut st, Delta::new(DeltaType::Replaced, key, obj));
         }
         self.notify.notify_one();
+    }
+
+    fn reuse_unchanged(&self, objs: &mut [(ObjectKey, Arc<K>)]) {
+        reuse_unchanged(&self.known, objs);
     }
 
     fn replace_finish(&self, seen: &KeySet) {
@@ -223,7 +227,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
 mod tests {
     use super::*;
     use crate::queue::DRAINED_CAPACITY;
-    use crate::queue::test_support::{cm, regrows_in_order};
+    use crate::queue::test_support::{cm, regrows_in_order, reuses_unchanged};
     use k8s_openapi::api::core::v1::ConfigMap;
 
     /// A list's backlog (keys in order, delta lists by key) is given back once popped.
@@ -247,5 +251,11 @@ mod tests {
         let (order, items) = capacities(&q);
         assert!(order <= DRAINED_CAPACITY && items < 2 * DRAINED_CAPACITY, "{order} {items}");
         regrows_in_order(&q, 200).await;
+    }
+
+    #[test]
+    fn a_relisted_object_the_store_holds_unchanged_is_swapped_for_the_held_one() {
+        let known = Arc::new(Indexer::new());
+        reuses_unchanged(&DeltaFifo::new(known.clone()), &known);
     }
 }

@@ -204,6 +204,11 @@ impl<'a, K> IndexerView<'a, K> {
         self.inner.items.get_by_name(namespace, name)
     }
 
+    /// The key held under `key` (the store's own allocation of it) and its object.
+    pub(crate) fn get_entry(&self, key: &str) -> Option<(&ObjectKey, &Arc<K>)> {
+        self.inner.items.get_entry(key)
+    }
+
     /// Number of objects.
     pub fn len(&self) -> usize {
         self.inner.items.len()

@@ -41,7 +41,7 @@ use crate::handler::Event;
 use crate::indexer::{IndexFunc, IndexError, Indexer, Upserted};
 use crate::lister::Lister;
 use crate::lister_watcher::{BoxListerWatcher, ListerWatcher};
-use crate::queue::{Popped, Queue, QueueMode};
+use crate::queue::{Popped, Queue, QueueMode, same_resource_version};
 use crate::real_fifo::InOrderFifo;
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorState, WatchErrorHandler};
 use crate::labels::{LabelsFn, meta_labels};
@@ -104,6 +104,9 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
     }
     fn replace_items(&self, objs: Vec<(crate::ObjectKey, Arc<K>)>) {
         delegate!(self, q => q.replace_items(objs))
+    }
+    fn reuse_unchanged(&self, objs: &mut [(crate::ObjectKey, Arc<K>)]) {
+        delegate!(self, q => q.reuse_unchanged(objs))
     }
     fn replace_finish(&self, seen: &crate::KeySet) {
         delegate!(self, q => q.replace_finish(seen))
@@ -516,13 +519,6 @@ fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc
     }
 }
 
-/// Whether `held` and `listed` carry the same, non-empty resourceVersion: the server changes
-/// an object's resourceVersion on every write, so they are the same state of one object.
-fn same_resource_version<K: Resource>(held: &K, listed: &K) -> bool {
-    let held = held.meta().resource_version.as_deref().unwrap_or("");
-    !held.is_empty() && Some(held) == listed.meta().resource_version.as_deref()
-}
-
 fn distribute<K>(listeners: &[Arc<Listener<K>>], event: Event<K>, only: Option<&HashSet<u64>>) {
     for l in listeners {
         if only.is_none_or(|ids| ids.contains(&l.id)) {
@@ -567,26 +563,5 @@ async fn resync_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>) 
             *inner.syncing.lock() = due;
             inner.queue.resync();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    use super::same_resource_version;
-
-    fn at(rv: Option<&str>) -> ConfigMap {
-        ConfigMap { metadata: ObjectMeta { resource_version: rv.map(Into::into), ..Default::default() }, ..Default::default() }
-    }
-
-    #[test]
-    fn only_an_equal_non_empty_resource_version_is_the_same_state() {
-        assert!(same_resource_version(&at(Some("7")), &at(Some("7"))));
-        assert!(!same_resource_version(&at(Some("7")), &at(Some("8"))));
-        assert!(!same_resource_version(&at(Some("7")), &at(None)));
-        assert!(!same_resource_version(&at(None), &at(None)));
-        assert!(!same_resource_version(&at(Some("")), &at(Some(""))));
     }
 }

@@ -106,6 +106,11 @@ impl<K> ItemMap<K> {
         self.table.find(self.hasher.hash(key), |slot| slot.is(key)).map(|slot| &slot.obj)
     }
 
+    /// The key stored under `key` (one allocation shared with the store) and its object.
+    pub(crate) fn get_entry(&self, key: &str) -> Option<(&ObjectKey, &Arc<K>)> {
+        self.table.find(self.hasher.hash(key), |slot| slot.is(key)).map(|slot| (&slot.key, &slot.obj))
+    }
+
     /// The object called `name` in `namespace` (`None` or `""` for cluster-scoped).
     pub(crate) fn get_by_name(&self, namespace: Option<&str>, name: &str) -> Option<&Arc<K>> {
         let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else { return self.get(name) };

@@ -13,7 +13,9 @@
 //! references until it is queued). A relist that begins when the queue and the store are
 //! empty (an informer's first sync: [`Queue::knows_nothing`]) keeps not even those: it ends
 //! with [`Queue::replace_finish_from_empty`] and the few keys it queued and then saw
-//! deleted.
+//! deleted. A relisted object that the store holds at the same resourceVersion is swapped
+//! for the held one before it is queued ([`Queue::reuse_unchanged`]), so what waits in the
+//! queue during a relist of unchanged objects is the cache's own objects and keys.
 //!
 //! Invariants of every implementation:
 //! - `has_synced` is false until the first `replace_finish` (or a direct add/update/delete)
@@ -67,6 +69,16 @@ pub trait Queue<K>: Send + Sync {
     /// can cost a thread wake-up, more than decoding a small object, so the reflector hands
     /// over a page, or a batch of WatchList objects, at once.
     fn replace_items(&self, objs: Vec<(ObjectKey, Arc<K>)>);
+    /// Swaps each object of a relist in progress that the store holds at the same
+    /// non-empty resourceVersion (the same state of the same object) for the held object
+    /// and the key it is held under; the listed object and key are dropped here. A relist
+    /// of unchanged objects then keeps no second copy of them in the queue, nor a second
+    /// key in its set of listed keys. The other objects stay as they are. The default swaps
+    /// nothing (a queue with no store to look in); both queues of this crate look in the
+    /// store they were made with.
+    fn reuse_unchanged(&self, objs: &mut [(ObjectKey, Arc<K>)]) {
+        let _ = objs;
+    }
     /// Ends a relist: every key known to the store or the queue and not in `seen` gets a
     /// tombstone.
     fn replace_finish(&self, seen: &KeySet);
@@ -148,6 +160,33 @@ pub(crate) mod test_support {
     pub(crate) fn cm(i: usize) -> (ObjectKey, Arc<ConfigMap>) {
         let obj = ConfigMap { metadata: ObjectMeta { namespace: Some("ns".into()), name: Some(format!("cm-{i}")), ..Default::default() }, ..Default::default() };
         (ObjectKey::of(&obj).unwrap(), Arc::new(obj))
+    }
+
+    /// ConfigMap `ns/cm-{i}` at resourceVersion `rv`, with its key.
+    pub(crate) fn cm_at(i: usize, rv: &str) -> (ObjectKey, Arc<ConfigMap>) {
+        let (_, obj) = cm(i);
+        let mut obj = Arc::unwrap_or_clone(obj);
+        obj.metadata.resource_version = Some(rv.into());
+        (ObjectKey::of(&obj).unwrap(), Arc::new(obj))
+    }
+
+    /// Checks `reuse_unchanged` of a queue made with `known`: a relisted object at the
+    /// held resourceVersion comes back as the held object under the held key; one at
+    /// another resourceVersion, one without any, and one not held stay as listed.
+    pub(crate) fn reuses_unchanged(q: &impl Queue<ConfigMap>, known: &crate::indexer::Indexer<ConfigMap>) {
+        let held: Vec<_> = vec![cm_at(0, "5"), cm_at(1, "5"), cm(2)];
+        for (key, obj) in &held {
+            known.upsert(key.clone(), obj.clone());
+        }
+        let mut listed = vec![cm_at(0, "5"), cm_at(1, "6"), cm(2), cm_at(3, "5")];
+        let before: Vec<_> = listed.clone();
+        q.reuse_unchanged(&mut listed);
+        assert!(Arc::ptr_eq(&listed[0].1, &held[0].1));
+        assert_eq!(listed[0].0.as_str().as_ptr(), held[0].0.as_str().as_ptr(), "the held key's allocation");
+        for i in 1..4 {
+            assert!(Arc::ptr_eq(&listed[i].1, &before[i].1), "object {i} stays as listed");
+            assert_eq!(listed[i].0.as_str().as_ptr(), before[i].0.as_str().as_ptr());
+        }
     }
 
     /// Queues `n` relisted ConfigMaps in a drained queue, pops them all and checks that each
@@ -250,6 +289,31 @@ pub(crate) fn unlisted_survivor<K>(key: &ObjectKey, last: Option<&crate::delta::
     }
 }
 
+/// [`Queue::reuse_unchanged`] against `known`, the queue's store. The store is read under
+/// one view, taken and dropped here: never while the queue's lock is held, since a pop
+/// writes the store under that lock.
+pub(crate) fn reuse_unchanged<K: kube_core::Resource>(known: &crate::indexer::Indexer<K>, objs: &mut [(ObjectKey, Arc<K>)]) {
+    let view = known.read();
+    if view.is_empty() {
+        return;
+    }
+    for (key, obj) in objs.iter_mut() {
+        if let Some((held_key, held)) = view.get_entry(key.as_str()) {
+            if !Arc::ptr_eq(held, obj) && same_resource_version(&**held, &**obj) {
+                *key = held_key.clone();
+                *obj = held.clone();
+            }
+        }
+    }
+}
+
+/// Whether `held` and `listed` carry the same, non-empty resourceVersion: the server changes
+/// an object's resourceVersion on every write, so they are the same state of one object.
+pub(crate) fn same_resource_version<K: kube_core::Resource>(held: &K, listed: &K) -> bool {
+    let held = held.meta().resource_version.as_deref().unwrap_or("");
+    !held.is_empty() && Some(held) == listed.meta().resource_version.as_deref()
+}
+
 /// The key of an object about to be queued; `None`, logged, for one without `metadata.name`
 /// (which the queues drop).
 pub(crate) fn key_or_warn<K: kube_core::Resource>(obj: &K) -> Option<ObjectKey> {
@@ -320,5 +384,26 @@ impl Population {
             self.wake_if_synced();
         }
         initial
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::same_resource_version;
+
+    fn at(rv: Option<&str>) -> ConfigMap {
+        ConfigMap { metadata: ObjectMeta { resource_version: rv.map(Into::into), ..Default::default() }, ..Default::default() }
+    }
+
+    #[test]
+    fn only_an_equal_non_empty_resource_version_is_the_same_state() {
+        assert!(same_resource_version(&at(Some("7")), &at(Some("7"))));
+        assert!(!same_resource_version(&at(Some("7")), &at(Some("8"))));
+        assert!(!same_resource_version(&at(Some("7")), &at(None)));
+        assert!(!same_resource_version(&at(None), &at(None)));
+        assert!(!same_resource_version(&at(Some("")), &at(Some(""))));
     }
 }

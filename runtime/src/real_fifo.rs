@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, unlisted_survivor};
+use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, reuse_unchanged, unlisted_survivor};
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
@@ -80,6 +80,10 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
         let mut st = self.state.lock();
         st.items.extend(objs.into_iter().map(|(key, obj)| Delta::new(DeltaType::Replaced, key, obj)));
         self.notify.notify_one();
+    }
+
+    fn reuse_unchanged(&self, objs: &mut [(ObjectKey, Arc<K>)]) {
+        reuse_unchanged(&self.known, objs);
     }
 
     fn replace_finish(&self, seen: &KeySet) {
@@ -186,7 +190,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
 mod tests {
     use super::*;
     use crate::queue::DRAINED_CAPACITY;
-    use crate::queue::test_support::{cm, regrows_in_order};
+    use crate::queue::test_support::{cm, regrows_in_order, reuses_unchanged};
 
     /// A list's backlog is given back once popped, and only once the queue is empty.
     #[tokio::test]
@@ -203,5 +207,11 @@ mod tests {
         assert!(q.is_empty());
         assert!(q.state.lock().items.capacity() <= DRAINED_CAPACITY);
         regrows_in_order(&q, 200).await;
+    }
+
+    #[test]
+    fn a_relisted_object_the_store_holds_unchanged_is_swapped_for_the_held_one() {
+        let known = Arc::new(Indexer::new());
+        reuses_unchanged(&InOrderFifo::new(known.clone()), &known);
     }
 }

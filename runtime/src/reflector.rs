@@ -12,7 +12,9 @@
 //!   256 batches (`MAX_QUEUED_AHEAD`), and only the keys of the listed objects are kept until
 //!   the list ends: a relist holds beside the cache only the new objects not yet applied
 //!   (at most those batches and a part) and those of one page being decoded, never a
-//!   second copy. The next page is asked for once a page's parts are queued (the
+//!   second copy. A listed object that the store holds at the same resourceVersion is
+//!   swapped for the held one, and its key for the held key, before it is queued
+//!   ([`Queue::reuse_unchanged`]), so only changed objects count among those. The next page is asked for once a page's parts are queued (the
 //!   lister-watcher may fetch it ahead meanwhile, as `KubeListerWatcher` does). A continue
 //!   token that expires mid-list falls back to one unpaged list at the same
 //!   resourceVersion.
@@ -57,8 +59,9 @@ pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 /// to 256. One call per batch takes one lock and wakes the informer once; one call per
 /// object would wake an idle informer task per object, a thread wake-up that costs more
 /// than decoding a small object. Nothing is synced before the bookmark anyway; but during a
-/// relist a batch's objects are held beside the cached ones they replace, so a short list
-/// hands over smaller batches.
+/// relist a batch's changed objects are held beside the cached ones they replace (the
+/// unchanged ones are swapped for the cached ones only as the batch is handed over), so a
+/// short list hands over smaller batches.
 const REPLACE_BATCH: Window = Window { floor: 16, ceiling: 256 };
 
 /// Whether the reflector streams its lists through WatchList.
@@ -315,12 +318,17 @@ where
 
     /// Prepares a listed part's objects and hands them to the queue as one batch.
     fn queue_part(&self, items: Vec<K>, listed: &mut Listed) {
-        let mut batch = Vec::with_capacity(items.len());
-        for obj in items {
-            if let Some((key, obj)) = self.prepare(obj) {
-                listed.listed(&key);
-                batch.push((key, obj));
-            }
+        let batch = items.into_iter().filter_map(|obj| self.prepare(obj)).collect();
+        self.hand_over(batch, listed);
+    }
+
+    /// Hands a batch of a relist to the queue: each object the store holds unchanged is
+    /// first swapped for the held one ([`Queue::reuse_unchanged`]), then the keys are
+    /// recorded in `listed`.
+    fn hand_over(&self, mut batch: Vec<(ObjectKey, Arc<K>)>, listed: &mut Listed) {
+        self.queue.reuse_unchanged(&mut batch);
+        for (key, _) in &batch {
+            listed.listed(key);
         }
         self.queue.replace_items(batch);
     }
@@ -521,24 +529,27 @@ where
                 }
                 Some(Err(e)) => return Err(e),
                 Some(Ok(WatchEvent::Added(obj))) | Some(Ok(WatchEvent::Modified(obj))) => {
-                    if let Some((key, obj)) = self.prepare(obj) {
-                        listed.listed(&key);
-                        batch.push((key, obj));
+                    if let Some(prepared) = self.prepare(obj) {
+                        batch.push(prepared);
                         streamed += 1;
                         if batch.len() >= REPLACE_BATCH.limit(streamed) {
-                            self.queue.replace_items(std::mem::take(&mut batch));
+                            self.hand_over(std::mem::take(&mut batch), &mut listed);
                         }
                     }
                 }
                 Some(Ok(WatchEvent::Deleted(obj))) => {
                     if let Some(key) = ObjectKey::of(&obj) {
+                        // The batch's keys are listed first: a deletion undoes a listing before it.
+                        if !batch.is_empty() {
+                            self.hand_over(std::mem::take(&mut batch), &mut listed);
+                        }
                         listed.deleted(key);
                     }
                 }
                 Some(Ok(WatchEvent::Bookmark(b))) => {
                     let end = b.metadata.annotations.get(INITIAL_EVENTS_END_ANNOTATION).is_some_and(|v| v == "true");
                     if end {
-                        self.queue.replace_items(std::mem::take(&mut batch));
+                        self.hand_over(std::mem::take(&mut batch), &mut listed);
                         listed.finish(&*self.queue);
                         self.state.set_rv(&b.metadata.resource_version);
                         self.rv_unavailable = false;
