@@ -40,7 +40,7 @@ use crate::error::Error;
 use crate::json_list::{self, RawListMeta};
 use crate::json_list_split::{array_end_at_page_end, cut_finder, head_metadata, skip_whitespace};
 use crate::lister_watcher::PageInParts;
-use crate::page_parts::{Arrived, Chunks, InFlight, PageOut, PieceBounds, read_on_own_task, read_whole};
+use crate::page_parts::{Arrived, Chunks, InFlight, PageOut, PieceBounds, append_to_pending, read_on_own_task, read_whole};
 use crate::parallel::{MIN_BYTES_PER_THREAD, joined};
 
 /// Longest head (the bytes before `"items"`) looked for before the page is read whole
@@ -184,7 +184,7 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
                 }
             }
             match self.next_chunk(&mut chunks).await? {
-                Read::Chunk(chunk) => pending.extend_from_slice(&chunk),
+                Read::Chunk(chunk) => append_to_pending(&mut pending, &chunk),
                 Read::End => break,
                 Read::Failed(failed) => return self.decode_rest(after_cut(failed, &pending[1..]), chunks).await,
             }

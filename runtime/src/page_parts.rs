@@ -223,6 +223,18 @@ impl<T> Future for CancelledOnDrop<T> {
     }
 }
 
+/// Appends a chunk to `pending`, the bytes not yet cut. `pending` grows by what the
+/// chunk needs, or by an eighth of what it holds when that is more (so a long item is
+/// gathered in linear time), not by doubling: a piece takes the buffer it was cut from
+/// ([`InFlight::cut`]), and one grown by doubling would hold up to twice its bytes while
+/// it decodes.
+pub(crate) fn append_to_pending(pending: &mut Vec<u8>, chunk: &[u8]) {
+    if pending.capacity() - pending.len() < chunk.len() {
+        pending.reserve_exact(chunk.len().max(pending.len() / 8));
+    }
+    pending.extend_from_slice(chunk);
+}
+
 /// Pieces of a page being decoded on the blocking pool, oldest first, and the buffers of
 /// pieces decoded, for the next pieces (so a page's decode allocates its buffers once).
 pub(crate) struct InFlight<T> {
@@ -246,10 +258,12 @@ impl<T: Send + 'static> InFlight<T> {
         self.tasks.is_empty()
     }
 
-    /// `lead` then `bytes`, in a buffer given back by a decoded piece if one waits.
+    /// `lead` then `bytes`, in a buffer given back by a decoded piece if one waits, grown to
+    /// exactly their size when it is smaller.
     pub(crate) fn buffer(&mut self, lead: &[u8], bytes: &[u8]) -> Vec<u8> {
         let mut buffer = self.spare.pop().unwrap_or_default();
         buffer.clear();
+        buffer.reserve_exact(lead.len() + bytes.len());
         buffer.extend_from_slice(lead);
         buffer.extend_from_slice(bytes);
         buffer
@@ -366,6 +380,31 @@ mod tests {
             let piece = in_flight.cut(&mut pending, comma, &[], &[], comma);
             assert_eq!((piece.as_slice(), pending.as_slice()), (&br#"[{"a":1111111111}"#[..], &br#",{"b":2}"#[..]), "capacity {capacity}");
         }
+    }
+
+    #[test]
+    fn pending_bytes_grow_to_what_they_hold_not_by_doubling() {
+        let chunk = vec![b'x'; 32 << 10];
+        let mut pending = Vec::new();
+        for n in 1..=3 {
+            append_to_pending(&mut pending, &chunk);
+            assert_eq!(pending.len(), n * chunk.len());
+            assert_eq!(pending.capacity(), pending.len(), "{n} chunks");
+        }
+        // A long item: growth by an eighth of what is held, at most that much to spare.
+        let small = [b'y'; 100];
+        let mut grown = 0;
+        for _ in 0..20_000 {
+            let before = pending.capacity();
+            append_to_pending(&mut pending, &small);
+            assert!(pending.capacity() <= pending.len() + pending.len() / 8 + small.len());
+            grown += usize::from(pending.capacity() != before);
+        }
+        assert!(grown < 40, "grew {grown} times over 2 MB");
+        let mut in_flight = InFlight::<()>::new();
+        in_flight.give_back(Vec::with_capacity(8));
+        let buffer = in_flight.buffer(b"[", &chunk);
+        assert_eq!((buffer.len(), buffer.capacity()), (chunk.len() + 1, chunk.len() + 1), "a spare buffer grown exactly");
     }
 
     #[tokio::test]

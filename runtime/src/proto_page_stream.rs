@@ -31,7 +31,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 use crate::lister_watcher::PageInParts;
-use crate::page_parts::{Arrived, Chunks, InFlight, PageOut, PieceBounds, read_on_own_task, read_whole};
+use crate::page_parts::{Arrived, Chunks, InFlight, PageOut, PieceBounds, append_to_pending, read_on_own_task, read_whole};
 use crate::parallel::MIN_BYTES_PER_THREAD;
 use crate::proto::envelope::{self, MAGIC};
 use crate::proto::wire::{self, FieldSpan, LEN, Reader};
@@ -200,7 +200,7 @@ impl<K: DeserializeOwned + Send + 'static> Pieces<'_, K> {
                 break;
             }
             match self.in_flight.next(&mut chunks).await? {
-                Arrived::Chunk(chunk) => pending.extend_from_slice(&chunk),
+                Arrived::Chunk(chunk) => append_to_pending(&mut pending, &chunk),
                 Arrived::End => return Err(decode_error(ProtoError::new(format!("list of {left} more bytes cut short at {}", pending.len())).within(&self.kind))),
                 Arrived::Decoded(decoded) => self.done(decoded).await?,
             }
