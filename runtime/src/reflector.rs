@@ -14,10 +14,10 @@
 //!   (at most those batches and a part) and those of one page being decoded, never a
 //!   second copy. A listed object that the store holds at the same resourceVersion is
 //!   swapped for the held one, and its key for the held key, before it is queued
-//!   ([`Queue::reuse_unchanged`]), so only changed objects count among those. The next page is asked for once a page's parts are queued (the
-//!   lister-watcher may fetch it ahead meanwhile, as `KubeListerWatcher` does). A continue
-//!   token that expires mid-list falls back to one unpaged list at the same
-//!   resourceVersion.
+//!   ([`Queue::reuse_unchanged`]), so only changed objects count among those. The next
+//!   page is asked for once a page's parts are queued (the lister-watcher may fetch it
+//!   ahead meanwhile, as `KubeListerWatcher` does). A continue token that expires mid-list
+//!   falls back to one unpaged list at the same resourceVersion.
 //! - Watches ask for bookmarks and time out server-side after a random 5–10 minutes; the
 //!   client gives up on a watch that stays silent for longer than that plus a margin.
 //! - With WatchList ([`WatchListMode`]), the initial state is streamed by a watch with
