@@ -28,7 +28,7 @@ use futures::stream::BoxStream;
 use crate::error::Error;
 use crate::lister_watcher::{ListPage, PageInParts};
 use crate::parallel::{decode_threads, decoded_off_worker, joined};
-use crate::window::Window;
+use crate::window::{SHARE, Window};
 
 /// Chunks of a list response's body, in order; an `Err` ends the body.
 pub(crate) type Chunks = BoxStream<'static, Result<Bytes, Error>>;
@@ -41,7 +41,7 @@ pub(crate) type Chunks = BoxStream<'static, Result<Bytes, Error>>;
 /// more). The floor keeps a short list of small objects from holding a large share of its
 /// cache in pieces: at 64 KB, a relist of 1,000 ConfigMaps' metadata (≈0.9 MB cached)
 /// peaked at about twice the steady heap.
-pub(crate) const PIECE_BYTES: Window = Window { floor: 8 << 10, ceiling: 64 << 10 };
+pub(crate) const PIECE_BYTES: Window = Window { floor: 8 << 10, ceiling: 64 << 10, share: SHARE };
 
 /// Most pieces being decoded at once while pieces are below [`PIECE_BYTES`]' ceiling: one
 /// per decode thread and one cut ahead.
@@ -335,7 +335,6 @@ impl<T: Send + 'static> InFlight<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::window::SHARE;
 
     #[test]
     fn pieces_grow_with_what_the_list_delivered_and_more_decode_at_once_at_full_size() {
@@ -343,9 +342,9 @@ mod tests {
         let bounds = PieceBounds::of_list(delivered.clone());
         let grow = |bytes: usize| delivered.0.fetch_add(bytes, Ordering::Relaxed);
         assert_eq!((bounds.piece_bytes(), bounds.pieces_in_flight()), (PIECE_BYTES.floor, min_pieces_in_flight()));
-        grow(PIECE_BYTES.floor * SHARE * 2);
+        grow(PIECE_BYTES.floor * PIECE_BYTES.share * 2);
         assert_eq!((bounds.piece_bytes(), bounds.pieces_in_flight()), (2 * PIECE_BYTES.floor, min_pieces_in_flight()));
-        grow(PIECE_BYTES.ceiling * SHARE);
+        grow(PIECE_BYTES.ceiling * PIECE_BYTES.share);
         assert_eq!((bounds.piece_bytes(), bounds.pieces_in_flight()), (PIECE_BYTES.ceiling, max_pieces_in_flight()));
         assert!(min_pieces_in_flight() < max_pieces_in_flight());
         delivered.restart();

@@ -31,7 +31,7 @@ use crate::error::Error;
 use crate::parallel::joined;
 use crate::proto::Message;
 use crate::watch_events::{accept_protobuf, api_error, is_protobuf};
-use crate::window::Window;
+use crate::window::{SHARE, Window};
 
 /// A list response that succeeded: its body, and the message a protobuf body decodes
 /// with (`None` for a JSON body).
@@ -92,7 +92,7 @@ impl ListBody {
 /// bytes the list has delivered: enough that its decode starts without waiting on the
 /// server, a small part of a page, and of a short list's cache (what the server wrote
 /// beyond it waits in the socket's buffers, outside the heap).
-pub(crate) const READ_AHEAD: Window = Window { floor: 32 << 10, ceiling: 256 << 10 };
+pub(crate) const READ_AHEAD: Window = Window { floor: 32 << 10, ceiling: 256 << 10, share: SHARE };
 
 /// Sends a list request (asking for protobuf with `protobuf`) and reads `read_ahead` bytes
 /// of its body at most. A status that is not success is the API's error.

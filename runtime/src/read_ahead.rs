@@ -24,17 +24,18 @@ use futures::{Stream, StreamExt};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::error::Error;
-use crate::window::Window;
+use crate::window::{WIRE_SHARE, Window};
 
 /// Chunks queued ahead of the consumer: ≈256 KB of small objects' 4 KB chunks; an event
 /// larger than that mostly comes as one chunk of its own.
 pub(crate) const CHUNKS_AHEAD: usize = 64;
 
 /// Bytes queued ahead of the consumer (more only as one chunk larger than the window at the
-/// time): from 16 KiB up to 1 MiB as the body delivers. With a floor of 64 KiB, a WatchList
-/// relist of 1,000 ConfigMaps' metadata (≈0.8 MB cached) peaked at 1.27–2.17× the steady
-/// heap; with 16 KiB at 1.28–1.74×, syncing and handling events as fast.
-pub(crate) const BYTES_AHEAD: Window = Window { floor: 16 << 10, ceiling: 1 << 20 };
+/// time): from 16 KiB up to 1 MiB, a [`WIRE_SHARE`]th of what the body has delivered. With
+/// a floor of 64 KiB, a WatchList relist of 1,000 ConfigMaps' metadata (≈0.8 MB cached)
+/// peaked at 1.27–2.17× the steady heap; with 16 KiB at 1.28–1.74×, syncing and handling
+/// events as fast.
+pub(crate) const BYTES_AHEAD: Window = Window { floor: 16 << 10, ceiling: 1 << 20, share: WIRE_SHARE };
 
 /// A queue of at most `chunks` chunks and a window of `bytes`.
 pub(crate) fn queue(chunks: usize, bytes: Window) -> (ChunkSender, ChunkReceiver) {
@@ -184,7 +185,7 @@ mod tests {
     async fn the_bytes_read_ahead_grow_with_the_bytes_delivered_up_to_the_ceiling() {
         let taken = Arc::new(AtomicUsize::new(0));
         let (size, n) = (1024, 4096);
-        let window = Window { floor: 4 * size, ceiling: 64 * size };
+        let window = Window { floor: 4 * size, ceiling: 64 * size, share: crate::window::SHARE };
         let mut receiver = read_ahead_within(body(n, size, taken.clone()), 1000, window);
         settle().await;
         assert_eq!(taken.load(Ordering::SeqCst), 4 + 1, "the floor's chunks queued, one waiting for room");

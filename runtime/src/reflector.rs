@@ -49,7 +49,7 @@ use crate::key::{KeySet, ObjectKey};
 use crate::lister_watcher::{ListOptions, ListerWatcher, PageInParts, WatchEvent, WatchOptions, WatchStream};
 use crate::queue::Queue;
 use crate::transform::TransformFn;
-use crate::window::Window;
+use crate::window::{SHARE, Window};
 
 /// The annotation on the bookmark that ends a WatchList's initial events.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
@@ -62,7 +62,7 @@ pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 /// relist a batch's changed objects are held beside the cached ones they replace (the
 /// unchanged ones are swapped for the cached ones only as the batch is handed over), so a
 /// short list hands over smaller batches.
-const REPLACE_BATCH: Window = Window { floor: 16, ceiling: 256 };
+const REPLACE_BATCH: Window = Window { floor: 16, ceiling: 256, share: SHARE };
 
 /// Whether the reflector streams its lists through WatchList.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

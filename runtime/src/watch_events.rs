@@ -60,15 +60,15 @@ use crate::lister_watcher::WatchStream;
 use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, joined};
 use crate::proto::{self, Message};
 use crate::read_ahead::{self, ChunkReceiver};
-use crate::window::Window;
+use crate::window::{WIRE_SHARE, Window};
 
 /// Bytes of events gathered ahead of the batches past which no more chunks are taken until
-/// a batch starts: from 16 KiB up to 1 MiB as the body delivers. Below
-/// `MIN_BYTES_PER_THREAD` (over a body's first MiB, unless one chunk brings more) a batch is
-/// decoded where the stream is polled, once the one before it is yielded: a short list is
-/// held beside the cache as at most 16 KiB of gathered events and one decoded batch, and
-/// the read ahead.
-const BATCH_BYTES: Window = Window { floor: MIN_BYTES_PER_THREAD / 2, ceiling: 1 << 20 };
+/// a batch starts: from 16 KiB up to 1 MiB, a `WIRE_SHARE`th of what the body has
+/// delivered. Below `MIN_BYTES_PER_THREAD` (over a body's first 4 MiB, unless one chunk
+/// brings more) a batch is decoded where the stream is polled, once the one before it is
+/// yielded: a short list is held beside the cache as at most 16 KiB of gathered events and
+/// one decoded batch, and the read ahead.
+const BATCH_BYTES: Window = Window { floor: MIN_BYTES_PER_THREAD / 2, ceiling: 1 << 20, share: WIRE_SHARE };
 
 /// Asks for protobuf first and JSON second (what a server that has no protobuf for the
 /// kind sends instead).
