@@ -16,8 +16,8 @@
 //!   it never shrinks as `delivered` grows.
 //! - The unit is the caller's (bytes or objects); a window only compares and divides.
 
-/// The share of what has been delivered that a bound allows, as a divisor, unless the bound
-/// says otherwise.
+/// The share of what has been delivered that a bound allows, as a divisor: for a paged list's
+/// pieces and read ahead, and the reflector's replace batches.
 pub(crate) const SHARE: usize = 32;
 
 /// The share for bounds on a streamed list's JSON or protobuf bytes in flight (its read
@@ -54,8 +54,8 @@ mod tests {
 
     #[test]
     fn a_window_grows_with_what_was_delivered_between_its_floor_and_ceiling() {
-        let share = SHARE;
         let window = Window { floor: 64, ceiling: 1024, share: SHARE };
+        let share = window.share;
         assert_eq!(window.limit(0), 64);
         assert_eq!(window.limit(64 * share - 1), 64);
         assert_eq!(window.limit(100 * share + 7), 100);
