@@ -2,15 +2,16 @@
 //! `ResourceEventHandler` and `processorListener`).
 //!
 //! Invariants:
-//! - Every handler has its own unbounded queue and its own thread, so a slow or blocked
-//!   handler never delays another one or the informer; events reach each handler in the
-//!   order the informer applied them to its store.
-//! - A handler thread is woken by a [`Listener::flush`], not by each event (see
-//!   `handler_queue`); the informer flushes whenever it has nothing more ready to apply,
-//!   after at most [`FLUSH_EVERY`] applied changes per handler thread (counted at the last
-//!   flush), and before it waits on a bounded handler. A new handler's thread starts once
-//!   the store's replay is queued, so it takes the replay when it first looks. Streams are
-//!   woken by each event.
+//! - Every handler has its own unbounded queue and its own thread (a stream: its own queue,
+//!   consumed by the stream's task), so a slow or blocked handler never delays another one
+//!   or the informer; events reach each handler in the order the informer applied them to
+//!   its store.
+//! - A handler thread or a stream's task is woken by a [`Listener::flush`], not by each
+//!   event (see `handler_queue`); the informer flushes whenever it has nothing more ready to
+//!   apply, after at most [`FLUSH_EVERY`] applied changes per handler or stream (counted at
+//!   the last flush), and before it waits on a bounded handler. A new handler's thread
+//!   starts once the store's replay is queued, so it takes the replay when it first looks;
+//!   a new stream finds its replay queued when it is first polled.
 //! - A handler that panics is logged; the panicking event is skipped and the handler keeps
 //!   receiving later events.
 //! - `queue_depth` counts events queued and not yet fully handled (the one being handled
@@ -30,15 +31,15 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::Stream;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 use crate::delta::DeletedObject;
 use crate::handler_queue::HandlerQueue;
 
-/// The most changes the informer applies, per handler thread, before it wakes the handler
-/// threads that wait for events: a burst reaches each of n threads in batches of about n
-/// times this many events, so it costs about one wake per this many changes whatever the
-/// number of threads, while a change that arrives alone is handed over at once.
+/// The most changes the informer applies, per handler thread or stream, before it wakes the
+/// handlers and streams that wait for events: a burst reaches each of n of them in batches
+/// of about n times this many events, so it costs about one wake per this many changes
+/// whatever their number, while a change that arrives alone is handed over at once.
 pub(crate) const FLUSH_EVERY: usize = 32;
 
 /// A change delivered to handlers and streams.
@@ -163,18 +164,11 @@ impl ListenerShared {
     }
 }
 
-/// Where a listener's events go.
-enum Sink<K> {
-    /// An [`EventStream`]'s channel; each event wakes the stream's task.
-    Stream(mpsc::UnboundedSender<Event<K>>),
-    /// A handler thread's queue; woken by [`Listener::flush`].
-    Thread(Arc<HandlerQueue<Event<K>>>),
-}
-
-/// The informer's side of one handler: where its events are queued.
+/// The informer's side of one handler or stream: where its events are queued.
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
-    sink: Sink<K>,
+    /// The handler thread's or the stream's queue; its consumer is woken by [`Listener::flush`].
+    queue: Arc<HandlerQueue<Event<K>>>,
     pub(crate) shared: Arc<ListenerShared>,
     pub(crate) bound: Option<usize>,
     pub(crate) resync_period: Duration,
@@ -192,11 +186,7 @@ impl<K> Listener<K> {
         if initial {
             self.shared.initial_pending.fetch_add(1, Ordering::AcqRel);
         }
-        let sent = match &self.sink {
-            Sink::Stream(tx) => tx.send(event).map_err(|e| e.0),
-            Sink::Thread(queue) => queue.push(event),
-        };
-        if sent.is_err() {
+        if self.queue.push(event).is_err() {
             self.shared.depth.fetch_sub(1, Ordering::AcqRel);
             if initial {
                 self.shared.initial_handled();
@@ -206,16 +196,9 @@ impl<K> Listener<K> {
         true
     }
 
-    /// Wakes a handler thread waiting for the events queued since the last flush; whether
-    /// this is a handler thread's listener (a stream's is woken by each event).
-    pub(crate) fn flush(&self) -> bool {
-        match &self.sink {
-            Sink::Thread(queue) => {
-                queue.flush();
-                true
-            }
-            Sink::Stream(_) => false,
-        }
+    /// Wakes the handler thread or stream waiting for the events queued since the last flush.
+    pub(crate) fn flush(&self) {
+        self.queue.flush();
     }
 
     /// Waits until the queue is within its bound (immediately when unbounded).
@@ -229,11 +212,10 @@ impl<K> Listener<K> {
 }
 
 impl<K> Drop for Listener<K> {
-    /// Ends a handler thread's queue: the thread handles what is queued, then exits.
+    /// Ends the queue: a handler thread handles what is queued, then exits; a stream yields
+    /// what is queued, then ends.
     fn drop(&mut self) {
-        if let Sink::Thread(queue) = &self.sink {
-            queue.close();
-        }
+        self.queue.close();
     }
 }
 
@@ -247,10 +229,10 @@ fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
     shared.drained.notify_waiters();
 }
 
-fn new_listener<K>(sink: Sink<K>, opts: &HandlerOptions, resync_period: Duration) -> Listener<K> {
+fn new_listener<K>(queue: Arc<HandlerQueue<Event<K>>>, opts: &HandlerOptions, resync_period: Duration) -> Listener<K> {
     Listener {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        sink,
+        queue,
         shared: Arc::new(ListenerShared::default()),
         bound: opts.queue_bound,
         resync_period,
@@ -258,16 +240,11 @@ fn new_listener<K>(sink: Sink<K>, opts: &HandlerOptions, resync_period: Duration
     }
 }
 
-/// Creates a stream's listener and the stream's receiving end.
-pub(crate) fn stream_listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, mpsc::UnboundedReceiver<Event<K>>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (new_listener(Sink::Stream(tx), opts, resync_period), rx)
-}
-
-/// Creates a handler thread's listener and the queue the thread takes its events from.
-pub(crate) fn thread_listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, Arc<HandlerQueue<Event<K>>>) {
+/// Creates a handler thread's or a stream's listener and the queue its consumer takes its
+/// events from.
+pub(crate) fn listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, Arc<HandlerQueue<Event<K>>>) {
     let queue = Arc::new(HandlerQueue::default());
-    (new_listener(Sink::Thread(queue.clone()), opts, resync_period), queue)
+    (new_listener(queue.clone(), opts, resync_period), queue)
 }
 
 /// Runs `handler` over `queue` on a dedicated thread until the informer drops the listener.
@@ -363,7 +340,9 @@ impl HandlerRegistration {
 /// A `Stream` of an informer's events, for users of kube-runtime's style. Dropping it
 /// unregisters it.
 pub struct EventStream<K> {
-    pub(crate) rx: mpsc::UnboundedReceiver<Event<K>>,
+    pub(crate) queue: Arc<HandlerQueue<Event<K>>>,
+    /// Events taken from the queue at its last flush and not yet yielded.
+    pub(crate) batch: std::collections::VecDeque<Event<K>>,
     pub(crate) registration: HandlerRegistration,
 }
 
@@ -378,13 +357,17 @@ impl<K> Stream for EventStream<K> {
     type Item = Event<K>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event<K>>> {
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(ev)) => {
-                done_one(&self.registration.shared, &ev);
-                Poll::Ready(Some(ev))
+        let this = &mut *self;
+        if this.batch.is_empty() {
+            match this.queue.poll_take_all(cx, &mut this.batch) {
+                Poll::Ready(true) => {}
+                Poll::Ready(false) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
             }
-            other => other,
         }
+        let event = this.batch.pop_front().expect("a batch taken from the queue is not empty");
+        done_one(&this.registration.shared, &event);
+        Poll::Ready(Some(event))
     }
 }
 

@@ -1,28 +1,34 @@
-//! The queue between an informer and one handler thread: events are queued without waking
-//! the thread, and a flush wakes it once for everything queued since it last looked.
+//! The queue between an informer and one handler thread or event stream: events are queued
+//! without waking the consumer, and a flush wakes it once for everything queued since it
+//! last looked.
 //!
-//! A thread woken per event sleeps again after handling it whenever the informer is slower
-//! than the handler, so with many handler threads on few cores every event costs a context
-//! switch per handler. Woken per flush, a thread takes everything queued at once.
+//! A consumer woken per event sleeps again after handling it whenever the informer is
+//! slower than the consumer, so with many handlers on few cores every event costs a context
+//! switch per handler (a thread's, or a tokio worker's woken to take a stream's task). Woken
+//! per flush, a consumer takes everything queued at once, and the informer wakes all of
+//! them in one short loop after it queued an event to each.
 //!
 //! Invariants:
 //! - Events come out in the order they were pushed, each exactly once.
-//! - A thread waits only while the queue is empty and open; it is woken by the first
+//! - A consumer waits only while the queue is empty and open; it is woken by the first
 //!   [`flush`](HandlerQueue::flush) after something was pushed, or by
 //!   [`close`](HandlerQueue::close). So an event pushed and then flushed is never left
 //!   waiting for a later push.
-//! - After `close`, pushes are refused, and the thread is handed what was queued before it
-//!   and then told the queue ended.
+//! - After `close`, pushes are refused, and the consumer is handed what was queued before
+//!   it and then told the queue ended.
+//! - One consumer per queue: a thread ([`take_all`](HandlerQueue::take_all)) or a task
+//!   ([`poll_take_all`](HandlerQueue::poll_take_all)).
 //! - The consumer's batch gives its capacity back once drained (as queues do after a burst,
 //!   see [`crate::queue::Backlog`]), so a burst's room is not kept for good.
 
 use std::collections::VecDeque;
+use std::task::{Context, Poll, Waker};
 
 use parking_lot::{Condvar, Mutex};
 
 use crate::queue::Backlog;
 
-/// One handler thread's queue (see the module's invariants).
+/// One handler thread's or stream's queue (see the module's invariants).
 pub(crate) struct HandlerQueue<T> {
     state: Mutex<State<T>>,
     wake: Condvar,
@@ -31,13 +37,15 @@ pub(crate) struct HandlerQueue<T> {
 struct State<T> {
     items: VecDeque<T>,
     closed: bool,
-    /// The consumer waits on `wake`.
+    /// The consumer thread waits on `wake`.
     waiting: bool,
+    /// The consumer task waits for this waker.
+    waker: Option<Waker>,
 }
 
 impl<T> Default for HandlerQueue<T> {
     fn default() -> Self {
-        HandlerQueue { state: Mutex::new(State { items: VecDeque::new(), closed: false, waiting: false }), wake: Condvar::new() }
+        HandlerQueue { state: Mutex::new(State { items: VecDeque::new(), closed: false, waiting: false, waker: None }), wake: Condvar::new() }
     }
 }
 
@@ -54,9 +62,17 @@ impl<T> HandlerQueue<T> {
 
     /// Wakes the consumer if it waits and something is queued.
     pub(crate) fn flush(&self) {
-        let st = self.state.lock();
-        if st.waiting && !st.items.is_empty() {
+        let mut st = self.state.lock();
+        if st.items.is_empty() {
+            return;
+        }
+        if st.waiting {
             self.wake.notify_one();
+        }
+        let waker = st.waker.take();
+        drop(st);
+        if let Some(waker) = waker {
+            waker.wake();
         }
     }
 
@@ -66,6 +82,11 @@ impl<T> HandlerQueue<T> {
         st.closed = true;
         if st.waiting {
             self.wake.notify_one();
+        }
+        let waker = st.waker.take();
+        drop(st);
+        if let Some(waker) = waker {
+            waker.wake();
         }
     }
 
@@ -86,6 +107,26 @@ impl<T> HandlerQueue<T> {
         }
         std::mem::swap(&mut st.items, batch);
         true
+    }
+
+    /// [`take_all`](Self::take_all) for a task: `Pending` (with the task's waker kept for a
+    /// flush) while the queue is empty and open.
+    pub(crate) fn poll_take_all(&self, cx: &mut Context<'_>, batch: &mut VecDeque<T>) -> Poll<bool> {
+        debug_assert!(batch.is_empty());
+        batch.release_drained();
+        let mut st = self.state.lock();
+        if st.items.is_empty() {
+            if st.closed {
+                return Poll::Ready(false);
+            }
+            if !st.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                st.waker = Some(cx.waker().clone());
+            }
+            return Poll::Pending;
+        }
+        st.waker = None;
+        std::mem::swap(&mut st.items, batch);
+        Poll::Ready(true)
     }
 }
 
@@ -151,6 +192,62 @@ mod tests {
         until_waiting(&q);
         q.close();
         assert_eq!(consumer.join().unwrap(), Vec::<Vec<u32>>::new());
+    }
+
+    /// A waker that counts its wakes.
+    #[derive(Default)]
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    impl Wakes {
+        fn count(&self) -> usize {
+            self.0.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn a_task_is_woken_by_a_flush_not_by_pushes_and_takes_everything_pushed() {
+        let q = HandlerQueue::default();
+        let wakes = Arc::new(Wakes::default());
+        let waker = std::task::Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut batch = VecDeque::new();
+        assert_eq!(q.poll_take_all(&mut cx, &mut batch), Poll::Pending);
+        // Polled again while waiting: still one waker kept, nothing woken.
+        assert_eq!(q.poll_take_all(&mut cx, &mut batch), Poll::Pending);
+        for i in 0..100u32 {
+            q.push(i).unwrap();
+        }
+        assert_eq!(wakes.count(), 0, "pushes do not wake the task");
+        q.flush();
+        q.flush();
+        assert_eq!(wakes.count(), 1, "the first flush wakes it; the waker is used up");
+        assert_eq!(q.poll_take_all(&mut cx, &mut batch), Poll::Ready(true));
+        assert_eq!(batch.drain(..).collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
+        // Nothing queued: a flush does not wake, and a task not waiting is not woken.
+        q.flush();
+        assert_eq!(wakes.count(), 1);
+        // Pushed while the task was not waiting: taken at its next poll, no wake needed.
+        q.push(100).unwrap();
+        assert_eq!(q.poll_take_all(&mut cx, &mut batch), Poll::Ready(true));
+        assert_eq!(batch.drain(..).collect::<Vec<_>>(), vec![100]);
+        // Close wakes a waiting task; what was queued before comes out, then the end.
+        assert_eq!(q.poll_take_all(&mut cx, &mut batch), Poll::Pending);
+        q.close();
+        assert_eq!(wakes.count(), 2, "close wakes the waiting task");
+        assert_eq!(q.push(101), Err(101));
+        assert_eq!(q.poll_take_all(&mut cx, &mut batch), Poll::Ready(false));
+        let q = HandlerQueue::default();
+        q.push(7).unwrap();
+        q.close();
+        assert_eq!(q.poll_take_all(&mut cx, &mut batch), Poll::Ready(true));
+        assert_eq!(batch.drain(..).collect::<Vec<_>>(), vec![7]);
+        assert_eq!(q.poll_take_all(&mut cx, &mut batch), Poll::Ready(false));
     }
 
     #[test]

@@ -35,7 +35,7 @@ use crate::delta::{DeletedObject, DeltaObject, DeltaType};
 use crate::delta_fifo::DeltaFifo;
 use crate::error::Error;
 use crate::handler::{
-    EventHandler, EventStream, FLUSH_EVERY, HandlerOptions, HandlerRegistration, Listener, spawn_handler_thread, stream_listener, thread_listener,
+    EventHandler, EventStream, FLUSH_EVERY, HandlerOptions, HandlerRegistration, Listener, listener, spawn_handler_thread,
 };
 use crate::handler::Event;
 use crate::indexer::{IndexFunc, IndexError, Indexer, Upserted};
@@ -323,7 +323,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     where
         K: Send + Sync,
     {
-        let (l, queue) = thread_listener(&opts, self.resync_period_of(&opts)?);
+        let (l, queue) = listener(&opts, self.resync_period_of(&opts)?);
         let (id, shared) = (l.id, l.shared.clone());
         // Registered first, so the thread finds the store's replay queued when it first looks
         // and needs no wake for it.
@@ -347,9 +347,9 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
     /// A stream with its own resync period and queue bound.
     pub fn stream_with(&self, opts: HandlerOptions) -> Result<EventStream<K>, Error> {
-        let (l, rx) = stream_listener(&opts, self.resync_period_of(&opts)?);
+        let (l, queue) = listener(&opts, self.resync_period_of(&opts)?);
         let registration = self.register(l);
-        Ok(EventStream { rx, registration })
+        Ok(EventStream { queue, batch: Default::default(), registration })
     }
 
     /// Removes a handler or stream; it gets no further event.
@@ -452,7 +452,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
 async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>) {
     let mut unflushed = 0;
-    // Changes applied between flushes: [`FLUSH_EVERY`] per handler thread at the last flush.
+    // Changes applied between flushes: [`FLUSH_EVERY`] per handler or stream at the last flush.
     let mut flush_every = FLUSH_EVERY;
     loop {
         let inner_ref = &inner;
@@ -466,12 +466,13 @@ async fn process_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>)
             })
             .await;
         let Some(bounded) = bounded else { return };
-        // Handler threads are woken here, not per event (see `handler`'s invariants).
+        // Handler threads and streams are woken here, not per event (see `handler`'s invariants).
         unflushed += 1;
         if unflushed >= flush_every || !bounded.is_empty() || inner.queue.is_empty() {
             unflushed = 0;
-            let threads = inner.listeners.lock().iter().filter(|l| l.flush()).count();
-            flush_every = FLUSH_EVERY * threads.max(1);
+            let listeners = inner.listeners.lock();
+            listeners.iter().for_each(|l| l.flush());
+            flush_every = FLUSH_EVERY * listeners.len().max(1);
         }
         for l in bounded {
             tokio::select! {
