@@ -2,11 +2,11 @@
 //! without waking the consumer, and a flush wakes it once for everything queued since it
 //! last looked.
 //!
-//! A consumer woken per event sleeps again after handling it whenever the informer is
-//! slower than the consumer, so with many handlers on few cores every event costs a context
-//! switch per handler (a thread's, or a tokio worker's woken to take a stream's task). Woken
-//! per flush, a consumer takes everything queued at once, and the informer wakes all of
-//! them in one short loop after it queued an event to each.
+//! A thread woken per event sleeps again after handling it whenever the informer is slower
+//! than the handler, so with many handler threads on few cores every event costs a context
+//! switch per handler. Woken per flush, a consumer takes everything queued at once. Streams'
+//! tasks take their events from the same queue, so both kinds of handler are woken by one
+//! rule.
 //!
 //! Invariants:
 //! - Events come out in the order they were pushed, each exactly once.
