@@ -62,17 +62,9 @@ impl<T> HandlerQueue<T> {
 
     /// Wakes the consumer if it waits and something is queued.
     pub(crate) fn flush(&self) {
-        let mut st = self.state.lock();
-        if st.items.is_empty() {
-            return;
-        }
-        if st.waiting {
-            self.wake.notify_one();
-        }
-        let waker = st.waker.take();
-        drop(st);
-        if let Some(waker) = waker {
-            waker.wake();
+        let st = self.state.lock();
+        if !st.items.is_empty() {
+            self.wake_consumer(st);
         }
     }
 
@@ -80,6 +72,12 @@ impl<T> HandlerQueue<T> {
     pub(crate) fn close(&self) {
         let mut st = self.state.lock();
         st.closed = true;
+        self.wake_consumer(st);
+    }
+
+    /// Wakes a waiting consumer: the thread on `wake`, or the task through its waker (woken
+    /// after the lock is released, so the task may take the queue at once).
+    fn wake_consumer(&self, mut st: parking_lot::MutexGuard<'_, State<T>>) {
         if st.waiting {
             self.wake.notify_one();
         }
