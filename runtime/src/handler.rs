@@ -229,22 +229,19 @@ fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
     shared.drained.notify_waiters();
 }
 
-fn new_listener<K>(queue: Arc<HandlerQueue<Event<K>>>, opts: &HandlerOptions, resync_period: Duration) -> Listener<K> {
-    Listener {
-        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        queue,
-        shared: Arc::new(ListenerShared::default()),
-        bound: opts.queue_bound,
-        resync_period,
-        next_resync: parking_lot::Mutex::new(tokio::time::Instant::now() + resync_period),
-    }
-}
-
 /// Creates a handler thread's or a stream's listener and the queue its consumer takes its
 /// events from.
 pub(crate) fn listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Listener<K>, Arc<HandlerQueue<Event<K>>>) {
     let queue = Arc::new(HandlerQueue::default());
-    (new_listener(queue.clone(), opts, resync_period), queue)
+    let listener = Listener {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        queue: queue.clone(),
+        shared: Arc::new(ListenerShared::default()),
+        bound: opts.queue_bound,
+        resync_period,
+        next_resync: parking_lot::Mutex::new(tokio::time::Instant::now() + resync_period),
+    };
+    (listener, queue)
 }
 
 /// Runs `handler` over `queue` on a dedicated thread until the informer drops the listener.

@@ -389,7 +389,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         {
             let mut listeners = self.inner.listeners.lock();
             if self.inner.cancel.is_cancelled() {
-                // Shut down since `new_listener` looked (`shutdown` cancels, then takes this
+                // Shut down since `resync_period_of` looked (`shutdown` cancels, then takes this
                 // lock): stopped and dropped here as `shutdown` does to the listeners it takes.
                 l.shared.stop();
             } else {
