@@ -1,18 +1,23 @@
 //! A kube [`Client`] for informers: kube-client's own service stack over HTTP/1
-//! connections whose read buffers stay small.
+//! connections whose read buffers stay small, with each watch on a connection of its own
+//! that its response body drives.
 //!
 //! Every informer holds one HTTP/1 connection open for its watch, and hyper grows a
 //! connection's read buffer up to ≈408 KiB while a list or a burst of events arrives,
 //! then keeps that capacity for as long as the connection lives. Body chunks are slices of
 //! that buffer, so each chunk still held (read ahead, or in a batch being decoded) also
 //! keeps a whole buffer alive. [`informer_client`] caps the buffer at
-//! [`HTTP1_READ_BUFFER_MAX`] instead.
+//! [`HTTP1_READ_BUFFER_MAX`] instead. A watch body arrives in thousands of small chunks,
+//! which hyper's pooled client hands over one per round between two tasks; a watch here
+//! reads them in the task that polls its body (see `watch_connection`).
 //!
 //! Invariants:
 //! - The stack is kube-client's for the same [`Config`]: the connector with its TLS
 //!   settings (rustls) and connect / read / write timeouts, the base URI, the retry of
 //!   server errors when `default_retry` is set, authentication, and the extra headers. It
 //!   leaves out kube-client's `tracing` spans per request only.
+//! - Watch requests (`watch=true`) go over connections of their own, made by the same
+//!   connector and closed with their body; every other request over the pooled ones.
 //! - A config with a proxy gets kube-client's own client unchanged ([`Client::try_from`]),
 //!   with hyper's default read buffers.
 
@@ -25,6 +30,8 @@ use kube_client::{Client, Config};
 use tower::{BoxError, ServiceBuilder};
 use tower::retry::RetryLayer;
 
+use crate::watch_connection::WatchConnections;
+
 /// The largest read buffer of an HTTP/1 connection of [`informer_client`], in bytes: what
 /// each informer's watch connection keeps once a list has grown it. A connection reads at
 /// most this much per system call, which measured no slower than 64 KiB or hyper's default
@@ -33,7 +40,8 @@ use tower::retry::RetryLayer;
 pub const HTTP1_READ_BUFFER_MAX: usize = 32 << 10;
 
 /// A client for `config` whose HTTP/1 connections read into buffers of at most
-/// [`HTTP1_READ_BUFFER_MAX`] bytes; otherwise the client [`Client::try_from`] builds.
+/// [`HTTP1_READ_BUFFER_MAX`] bytes, each watch on a connection of its own that its
+/// response body drives; otherwise the client [`Client::try_from`] builds.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -56,14 +64,15 @@ pub fn informer_client(config: Config) -> Result<Client, kube_client::Error> {
     connector.set_reset_reader_on_write(config.reset_reader_on_write);
     let mut builder = hyper_util::client::legacy::Client::builder(TokioExecutor::new());
     builder.http1_max_buf_size(HTTP1_READ_BUFFER_MAX);
-    let hyper_client = builder.build::<_, kube_client::client::Body>(connector);
+    let pooled = builder.build::<_, kube_client::client::Body>(connector.clone());
+    let http = WatchConnections::new(connector, pooled, HTTP1_READ_BUFFER_MAX);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(config.default_retry.then(|| RetryLayer::new(RetryPolicy::server_retry())))
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .map_err(BoxError::from)
-        .service(hyper_client);
+        .service(http);
     Ok(Client::new(service, config.default_namespace))
 }
 

@@ -5,7 +5,7 @@
 //! - [`ListerWatcher`]: the transport ([`KubeListerWatcher`] over kube-client, and
 //!   [`testing::FakeApiServer`] in memory).
 //! - [`informer_client`]: a kube-client `Client` whose HTTP/1 connections keep small read
-//!   buffers (every watch holds one open).
+//!   buffers (every watch holds one open), each watch on a connection its body drives.
 //! - [`Reflector`]: list (paged, or streamed through WatchList) then watch, into a [`Queue`].
 //! - [`InOrderFifo`] (default) and [`DeltaFifo`]: the queues between reflector and store.
 //! - [`Indexer`]: the thread-safe indexed store of `Arc<K>`.
@@ -70,6 +70,7 @@ mod thin_str;
 pub mod lean;
 pub mod testing;
 mod transform;
+mod watch_connection;
 mod watch_events;
 mod window;
 

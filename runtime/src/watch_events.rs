@@ -7,7 +7,9 @@
 //! back by it. tokio stops favouring such a ping-pong pair after a few rounds and wakes an
 //! idle worker for each turn: ≈20k thread wake-ups for a WatchList of 100k ConfigMaps. Here
 //! the body is read ahead by a small task (the pump, [`crate::read_ahead`]), so the
-//! consumer only waits when it has decoded everything received.
+//! consumer only waits when it has decoded everything received. Through
+//! [`crate::informer_client`] the pump also drives the watch's connection itself (see
+//! `watch_connection`), so a chunk takes no round between tasks at all.
 //!
 //! Invariants:
 //! - At most [`read_ahead::CHUNKS_AHEAD`] chunks and a window of [`read_ahead::BYTES_AHEAD`]
