@@ -117,19 +117,19 @@ where
     let head = {
         let mut response = pin!(sender.send_request(request));
         poll_fn(|cx| {
-        if let Poll::Ready(head) = response.as_mut().poll(cx) {
-            return Poll::Ready(head);
-        }
-        if let Some(conn) = connection.as_mut() {
-            if let Poll::Ready(ended) = Pin::new(conn).poll(cx) {
-                connection = None;
-                ended?;
+            if let Poll::Ready(head) = response.as_mut().poll(cx) {
+                return Poll::Ready(head);
             }
-        }
-        // The connection has read what it could: the response has its head by now or waits
-        // for more (the connection's socket wakes this task); a connection that ended
-        // without one fails the response.
-        response.as_mut().poll(cx)
+            if let Some(conn) = connection.as_mut() {
+                if let Poll::Ready(ended) = Pin::new(conn).poll(cx) {
+                    connection = None;
+                    ended?;
+                }
+            }
+            // The connection has read what it could: the response has its head by now or
+            // waits for more (the connection's socket wakes this task); a connection that
+            // ended without one fails the response.
+            response.as_mut().poll(cx)
         })
         .await?
     };
