@@ -30,6 +30,7 @@ use http::header::{HOST, HeaderValue};
 use http::uri::PathAndQuery;
 use http::{Request, Response, Uri};
 use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body_util::Either;
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
 use kube_client::client::Body;
@@ -80,7 +81,7 @@ where
             Box::pin(over_own_connection(self.connector.clone(), request, self.read_buffer_max))
         } else {
             let response = self.pooled.call(request);
-            Box::pin(async move { Ok(response.await.map_err(Into::into)?.map(ResponseBody::Pooled)) })
+            Box::pin(async move { Ok(response.await.map_err(Into::into)?.map(Either::Left)) })
         }
     }
 }
@@ -133,15 +134,12 @@ where
         })
         .await?
     };
-    Ok(head.map(|body| ResponseBody::Own(Box::new(ConnectionBody { body, connection, _sender: sender }))))
+    Ok(head.map(|body| Either::Right(Box::new(ConnectionBody { body, connection, _sender: sender }))))
 }
 
-/// A response body: from the pooled client, or from a connection of its own that it drives.
-pub(crate) enum ResponseBody<T: hyper::rt::Read + hyper::rt::Write> {
-    Pooled(Incoming),
-    /// Boxed: a connection's state is many times the size of a pooled body.
-    Own(Box<ConnectionBody<T>>),
-}
+/// A response body: from the pooled client (left), or from a connection of its own that it
+/// drives (right; boxed, as a connection's state is many times the size of a pooled body).
+pub(crate) type ResponseBody<T> = Either<Incoming, Box<ConnectionBody<T>>>;
 
 /// A body that polls its own connection whenever it has no frame ready.
 pub(crate) struct ConnectionBody<T: hyper::rt::Read + hyper::rt::Write> {
@@ -190,35 +188,6 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
-    }
-}
-
-impl<T> HttpBody for ResponseBody<T>
-where
-    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        match self.get_mut() {
-            ResponseBody::Pooled(body) => Pin::new(body).poll_frame(cx),
-            ResponseBody::Own(body) => Pin::new(&mut **body).poll_frame(cx),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            ResponseBody::Pooled(body) => body.is_end_stream(),
-            ResponseBody::Own(body) => body.is_end_stream(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            ResponseBody::Pooled(body) => body.size_hint(),
-            ResponseBody::Own(body) => body.size_hint(),
-        }
     }
 }
 
