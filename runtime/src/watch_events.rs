@@ -21,10 +21,11 @@
 //!   kind's table. Otherwise one non-blank line is one event (read as a stream of JSON
 //!   values: an event spread over several lines, which no API server sends, also decodes).
 //! - Chunks are not cut into events on the async worker: each is only scanned for where
-//!   its last event ends (its last newline; for protobuf, the frame lengths), and the
-//!   chunks up to there are gathered as they are (shared, not copied). A batch that is one
-//!   chunk is decoded where it lies; a batch of several is copied into one buffer on the
-//!   thread that decodes it. JSON lines are checked as UTF-8 at once and read by one
+//!   its first and last events end (its first and last newlines; for protobuf, the frame
+//!   lengths), and the chunks up to there are gathered as they are (shared, not copied).
+//!   Events that lie within one chunk are decoded where they lie; only an event cut across
+//!   chunks is copied, into a buffer of its own, on the thread that decodes its batch. JSON
+//!   lines are checked as UTF-8 at once and read by one
 //!   serde_json stream deserializer (its buffer for strings with escapes reused); a line
 //!   that does not decode is an error in its place and the next line decodes as if it
 //!   were alone; in a batch that is not all UTF-8, each line is decoded alone.
@@ -144,12 +145,12 @@ pub(crate) async fn api_error(code: http::StatusCode, response: http::Response<B
 trait Framing: Unpin + Copy + Send + 'static {
     /// What is known, between chunks, of the event being read.
     type Cursor: Default + Unpin + Send;
-    /// Reads `chunk`, which follows the bytes `cursor` has read, and returns where the last
-    /// event that ends in it ends; `None` when none does.
-    fn scan(cursor: &mut Self::Cursor, chunk: &[u8]) -> Option<usize>;
-    /// The events encoded in `events` (whole events, back to back), in order (a blank line
-    /// is none), decoded on the calling thread.
-    fn decode<T: DeserializeOwned>(&self, events: &[u8]) -> Decoded<T>;
+    /// Reads `chunk`, which follows the bytes `cursor` has read, and returns where the first
+    /// and the last events that end in it end; `None` when none does.
+    fn scan(cursor: &mut Self::Cursor, chunk: &[u8]) -> Option<(usize, usize)>;
+    /// Appends to `out` the events encoded in `events` (whole events, back to back), in
+    /// order (a blank line is none), decoded on the calling thread.
+    fn decode<T: DeserializeOwned>(&self, events: &[u8], out: &mut Decoded<T>);
     /// The event the bytes left at the body's end hold, if they are not one cut short.
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>>;
 }
@@ -161,21 +162,21 @@ struct Lines;
 impl Framing for Lines {
     type Cursor = ();
 
-    fn scan(_: &mut (), chunk: &[u8]) -> Option<usize> {
-        memchr::memrchr(b'\n', chunk).map(|i| i + 1)
+    fn scan(_: &mut (), chunk: &[u8]) -> Option<(usize, usize)> {
+        let last = memchr::memrchr(b'\n', chunk)?;
+        Some((memchr::memchr(b'\n', chunk).unwrap_or(last) + 1, last + 1))
     }
 
     /// The lines are checked as UTF-8 at once and read by one deserializer; when they are
     /// not all UTF-8, each is decoded alone, so that only a line with bad bytes fails.
-    fn decode<T: DeserializeOwned>(&self, lines: &[u8]) -> Decoded<T> {
-        let mut events = Vec::with_capacity(memchr::memchr_iter(b'\n', lines).count() + 1);
+    fn decode<T: DeserializeOwned>(&self, lines: &[u8], events: &mut Decoded<T>) {
+        events.reserve(memchr::memchr_iter(b'\n', lines).count() + 1);
         match std::str::from_utf8(lines) {
-            Ok(text) => decode_lines(text, &mut events),
+            Ok(text) => decode_lines(text, events),
             Err(_) => events.extend(
                 lines.split(|&b| b == b'\n').filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))),
             ),
         }
-        events
     }
 
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
@@ -203,14 +204,15 @@ struct FrameCursor {
 impl Framing for Frames {
     type Cursor = FrameCursor;
 
-    fn scan(cursor: &mut FrameCursor, chunk: &[u8]) -> Option<usize> {
-        let (mut at, mut end) = (0, None);
+    fn scan(cursor: &mut FrameCursor, chunk: &[u8]) -> Option<(usize, usize)> {
+        let (mut at, mut first, mut end) = (0, None, None);
         while at < chunk.len() {
             if cursor.body_left > 0 {
                 let take = cursor.body_left.min(chunk.len() - at);
                 cursor.body_left -= take;
                 at += take;
                 if cursor.body_left == 0 {
+                    first = first.or(Some(at));
                     end = Some(at);
                 }
                 continue;
@@ -223,21 +225,20 @@ impl Framing for Frames {
                 cursor.length_read = 0;
                 cursor.body_left = u32::from_be_bytes(cursor.length) as usize;
                 if cursor.body_left == 0 {
+                    first = first.or(Some(at));
                     end = Some(at);
                 }
             }
         }
-        end
+        first.zip(end)
     }
 
-    fn decode<T: DeserializeOwned>(&self, frames: &[u8]) -> Decoded<T> {
-        let mut events = Vec::new();
+    fn decode<T: DeserializeOwned>(&self, frames: &[u8], events: &mut Decoded<T>) {
         let mut rest = frames;
         while let Some((frame, used)) = proto::envelope::split_frame(rest) {
             events.push(proto::decode_watch_event(self.0, frame).map_err(|e| Error::Decode(e.to_string())));
             rest = &rest[used..];
         }
-        events
     }
 
     /// Whole frames are all taken before: what is left is one cut short, dropped as a
@@ -250,13 +251,25 @@ impl Framing for Frames {
 /// Decoded events, in wire order; the body's error, if any, last.
 type Decoded<T> = Vec<Result<WatchEvent<T>, Error>>;
 
-/// The events in `pieces` (whole events, back to back across them): decoded where they are
-/// when they are one piece, copied into one buffer first otherwise.
-fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Bytes]) -> Decoded<T> {
-    match pieces {
-        [one] => framing.decode(one),
-        _ => framing.decode(&pieces.concat()),
+/// Whole events, back to back, as gathered from the chunks that brought them.
+enum Piece {
+    /// Events that lie within one chunk.
+    Within(Bytes),
+    /// One event cut across chunks: its parts, in order.
+    Across(Vec<Bytes>),
+}
+
+/// The events in `pieces`, in order: decoded where they lie, but for each one cut across
+/// chunks, which is copied into a buffer of its own first.
+fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Piece]) -> Decoded<T> {
+    let mut events = Vec::new();
+    for piece in pieces {
+        match piece {
+            Piece::Within(events_here) => framing.decode(events_here, &mut events),
+            Piece::Across(parts) => framing.decode(&parts.concat(), &mut events),
+        }
     }
+    events
 }
 
 /// A batch of events, in wire order among the others.
@@ -277,9 +290,8 @@ struct WatchBody<T, F: Framing> {
     framing: F,
     /// Where the bytes received so far end, between or inside events.
     cursor: F::Cursor,
-    /// Chunks (or their starts) that hold whole events and are not yet in a batch, in wire
-    /// order, and their bytes.
-    gathered: Vec<Bytes>,
+    /// Whole events not yet in a batch, in wire order, and their bytes.
+    gathered: Vec<Piece>,
     gathered_bytes: usize,
     /// Bytes taken from `received` so far.
     received_bytes: usize,
@@ -314,16 +326,22 @@ impl<T, F: Framing> WatchBody<T, F> {
         }
     }
 
-    /// Takes `chunk`: up to the end of the last event that ends in it (with the tail before
-    /// it) to `gathered`, the rest to `tail`. Nothing is copied.
+    /// Takes `chunk`: up to the end of the last event that ends in it to `gathered` (the
+    /// event the tail before it starts, up to the first end, as one cut across chunks), the
+    /// rest to `tail`. Nothing is copied.
     fn take(&mut self, mut chunk: Bytes) {
         self.received_bytes += chunk.len();
         match F::scan(&mut self.cursor, &chunk) {
-            Some(end) => {
-                let rest = chunk.split_off(end);
+            Some((first, last)) => {
+                let rest = chunk.split_off(last);
                 self.gathered_bytes += self.tail.iter().map(Bytes::len).sum::<usize>() + chunk.len();
-                self.gathered.append(&mut self.tail);
-                self.gathered.push(chunk);
+                if !self.tail.is_empty() {
+                    self.tail.push(chunk.split_to(first));
+                    self.gathered.push(Piece::Across(std::mem::take(&mut self.tail)));
+                }
+                if !chunk.is_empty() {
+                    self.gathered.push(Piece::Within(chunk));
+                }
                 if !rest.is_empty() {
                     self.tail.push(rest);
                 }
@@ -485,12 +503,14 @@ mod tests {
 
     #[tokio::test]
     async fn lines_split_anywhere_across_chunks_decode_to_the_same_events() {
-        let text = format!("{A}\n\n{B}\n");
+        // Three events: a middle chunk may hold the end of one, a whole one and the start
+        // of the next.
+        let text = format!("{A}\n\n{B}\n{A}\n");
         for cut in 0..=text.len() {
             for cut2 in cut..=text.len() {
                 let got = events(&[&text[..cut], &text[cut..cut2], &text[cut2..]], None).await;
                 let names: Vec<String> = got.iter().map(name).collect();
-                assert_eq!(names, ["a", "b"], "chunks cut at {cut} and {cut2}");
+                assert_eq!(names, ["a", "b", "a"], "chunks cut at {cut} and {cut2}");
             }
         }
     }
@@ -513,7 +533,11 @@ mod tests {
         assert!(matches!(&got[3], Err(Error::Decode(_))), "{:?}", got[3]);
         assert_eq!(name(&got[4]), "b");
         // Bytes that are not UTF-8 fail their line only.
-        let lines = [Bytes::from(format!("{A}\n")), Bytes::from_static(b"{\"type\":\xff}\n"), Bytes::from(format!("{B}\n"))];
+        let lines = [
+            Piece::Within(Bytes::from(format!("{A}\n"))),
+            Piece::Within(Bytes::from_static(b"{\"type\":\xff}\n")),
+            Piece::Within(Bytes::from(format!("{B}\n"))),
+        ];
         let got: Vec<_> = decode_pieces::<ConfigMap, _>(Lines, &lines);
         assert_eq!(got.len(), 3, "{got:?}");
         assert_eq!((name(&got[0]), name(&got[2])), ("a".to_string(), "b".to_string()));
@@ -673,12 +697,12 @@ mod tests {
 
         #[tokio::test]
         async fn frames_split_anywhere_across_chunks_decode_to_the_same_events() {
-            let body = [frame("ADDED", "a", "1"), frame("MODIFIED", "b", "2")].concat();
+            let body = [frame("ADDED", "a", "1"), frame("MODIFIED", "b", "2"), frame("ADDED", "c", "3")].concat();
             for cut in 0..=body.len() {
                 for cut2 in cut..=body.len() {
                     let got = events(&[&body[..cut], &body[cut..cut2], &body[cut2..]]).await;
                     let names: Vec<String> = got.iter().map(name).collect();
-                    assert_eq!(names, ["a", "b"], "chunks cut at {cut} and {cut2}");
+                    assert_eq!(names, ["a", "b", "c"], "chunks cut at {cut} and {cut2}");
                 }
             }
         }
