@@ -24,11 +24,11 @@
 //!   its first and last events end (its first and last newlines; for protobuf, the frame
 //!   lengths), and the chunks up to there are gathered as they are (shared, not copied).
 //!   Events that lie within one chunk are decoded where they lie; only an event cut across
-//!   chunks is copied, into a buffer of its own, on the thread that decodes its batch. JSON
-//!   lines are checked as UTF-8 at once and read by one
-//!   serde_json stream deserializer (its buffer for strings with escapes reused); a line
-//!   that does not decode is an error in its place and the next line decodes as if it
-//!   were alone; in a batch that is not all UTF-8, each line is decoded alone.
+//!   chunks is copied, into a buffer of its own, on the thread that decodes its batch. The
+//!   JSON lines of one chunk are checked as UTF-8 at once and read by one serde_json
+//!   stream deserializer (its buffer for strings with escapes reused); a line that does
+//!   not decode is an error in its place and the next line decodes as if it were alone;
+//!   in a chunk that is not all UTF-8, each line is decoded alone.
 //! - The whole events received so far (up to a window of [`BATCH_BYTES`] ahead of the
 //!   batches not yet yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD`
 //!   bytes is decoded on a blocking thread, so the async worker stays free for the
