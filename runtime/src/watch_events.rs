@@ -19,7 +19,8 @@
 //! - A protobuf response (asked for with [`accept_protobuf`], and sent with the protobuf
 //!   content type) is read as length-prefixed frames, one event each, decoded with the
 //!   kind's table. Otherwise one non-blank line is one event (read as a stream of JSON
-//!   values: an event spread over several lines, which no API server sends, also decodes).
+//!   values: an event spread over several lines, which no API server sends, decodes when
+//!   those lines come in one chunk).
 //! - Chunks are not cut into events on the async worker: each is only scanned for where
 //!   its first and last events end (its first and last newlines; for protobuf, the frame
 //!   lengths), and the chunks up to there are gathered as they are (shared, not copied).
@@ -532,12 +533,8 @@ mod tests {
         assert!(matches!(&got[2], Err(Error::Decode(_))), "{:?}", got[2]);
         assert!(matches!(&got[3], Err(Error::Decode(_))), "{:?}", got[3]);
         assert_eq!(name(&got[4]), "b");
-        // Bytes that are not UTF-8 fail their line only.
-        let lines = [
-            Piece::Within(Bytes::from(format!("{A}\n"))),
-            Piece::Within(Bytes::from_static(b"{\"type\":\xff}\n")),
-            Piece::Within(Bytes::from(format!("{B}\n"))),
-        ];
+        // Bytes that are not UTF-8 fail their line only, also among good lines in one chunk.
+        let lines = [Piece::Within(Bytes::from([format!("{A}\n").as_bytes(), b"{\"type\":\xff}\n", format!("{B}\n").as_bytes()].concat()))];
         let got: Vec<_> = decode_pieces::<ConfigMap, _>(Lines, &lines);
         assert_eq!(got.len(), 3, "{got:?}");
         assert_eq!((name(&got[0]), name(&got[2])), ("a".to_string(), "b".to_string()));
