@@ -149,6 +149,9 @@ trait Framing: Unpin + Copy + Send + 'static {
     /// Reads `chunk`, which follows the bytes `cursor` has read, and returns where the first
     /// and the last events that end in it end; `None` when none does.
     fn scan(cursor: &mut Self::Cursor, chunk: &[u8]) -> Option<(usize, usize)>;
+    /// At least as many as the events encoded in `events` (whole events, back to back),
+    /// counted without decoding them.
+    fn count(events: &[u8]) -> usize;
     /// Appends to `out` the events encoded in `events` (whole events, back to back), in
     /// order (a blank line is none), decoded on the calling thread.
     fn decode<T: DeserializeOwned>(&self, events: &[u8], out: &mut Decoded<T>);
@@ -168,10 +171,14 @@ impl Framing for Lines {
         Some((memchr::memchr(b'\n', chunk).unwrap_or(last) + 1, last + 1))
     }
 
+    /// The newlines, and one for a last line without its own.
+    fn count(lines: &[u8]) -> usize {
+        memchr::memchr_iter(b'\n', lines).count() + usize::from(lines.last().is_some_and(|&b| b != b'\n'))
+    }
+
     /// The lines are checked as UTF-8 at once and read by one deserializer; when they are
     /// not all UTF-8, each is decoded alone, so that only a line with bad bytes fails.
     fn decode<T: DeserializeOwned>(&self, lines: &[u8], events: &mut Decoded<T>) {
-        events.reserve(memchr::memchr_iter(b'\n', lines).count() + 1);
         match std::str::from_utf8(lines) {
             Ok(text) => decode_lines(text, events),
             Err(_) => events.extend(
@@ -234,6 +241,15 @@ impl Framing for Frames {
         first.zip(end)
     }
 
+    fn count(frames: &[u8]) -> usize {
+        let (mut n, mut rest) = (0, frames);
+        while let Some((_, used)) = proto::envelope::split_frame(rest) {
+            n += 1;
+            rest = &rest[used..];
+        }
+        n
+    }
+
     fn decode<T: DeserializeOwned>(&self, frames: &[u8], events: &mut Decoded<T>) {
         let mut rest = frames;
         while let Some((frame, used)) = proto::envelope::split_frame(rest) {
@@ -261,9 +277,14 @@ enum Piece {
 }
 
 /// The events in `pieces`, in order: decoded where they lie, but for each one cut across
-/// chunks, which is copied into a buffer of its own first.
+/// chunks, which is copied into a buffer of its own first. The events' vector is allocated
+/// once, at their count.
 fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Piece]) -> Decoded<T> {
-    let mut events = Vec::new();
+    let count: usize = pieces.iter().map(|piece| match piece {
+        Piece::Within(events_here) => F::count(events_here),
+        Piece::Across(_) => 1,
+    }).sum();
+    let mut events = Vec::with_capacity(count);
     for piece in pieces {
         match piece {
             Piece::Within(events_here) => framing.decode(events_here, &mut events),
@@ -541,6 +562,15 @@ mod tests {
         assert!(matches!(&got[1], Err(Error::Decode(_))), "{:?}", got[1]);
     }
 
+    #[test]
+    fn lines_are_counted_with_a_last_one_without_its_newline() {
+        assert_eq!((Lines::count(b""), Lines::count(b"\n"), Lines::count(b"a\nb\n"), Lines::count(b"a\nb")), (0, 1, 2, 2));
+        let pieces = [Piece::Within(Bytes::from(format!("{A}\n{B}\n"))), Piece::Across(vec![Bytes::from(format!("{A}\n"))])];
+        let got = decode_pieces::<ConfigMap, _>(Lines, &pieces);
+        assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b", "a"]);
+        assert_eq!(got.capacity(), got.len(), "one allocation at the count");
+    }
+
     #[tokio::test]
     async fn an_unterminated_last_line_is_decoded_when_whole_and_dropped_when_cut() {
         let got = events(&[&format!("{A}\n{B}")], None).await;
@@ -702,6 +732,22 @@ mod tests {
                     assert_eq!(names, ["a", "b", "c"], "chunks cut at {cut} and {cut2}");
                 }
             }
+        }
+
+        #[test]
+        fn frames_are_counted_whole_and_a_batch_is_allocated_at_its_count() {
+            let body = [frame("ADDED", "a", "1"), frame("MODIFIED", "b", "2"), frame("ADDED", "c", "3")].concat();
+            assert_eq!(Frames::count(&body), 3);
+            assert_eq!(Frames::count(&body[..body.len() - 1]), 2, "a frame cut short is not counted");
+            assert_eq!(Frames::count(&[]), 0);
+            let pieces = [
+                Piece::Within(Bytes::from(body.clone())),
+                Piece::Across(vec![Bytes::copy_from_slice(&body[..5]), Bytes::copy_from_slice(&body[5..body.len() / 3])]),
+                Piece::Within(Bytes::from(body)),
+            ];
+            let got = decode_pieces::<ConfigMap, _>(Frames(&CONFIG_MAP), &pieces);
+            assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b", "c", "a", "a", "b", "c"]);
+            assert_eq!(got.capacity(), got.len(), "one allocation at the count");
         }
 
         #[tokio::test]
