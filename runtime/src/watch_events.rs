@@ -242,20 +242,11 @@ impl Framing for Frames {
     }
 
     fn count(frames: &[u8]) -> usize {
-        let (mut n, mut rest) = (0, frames);
-        while let Some((_, used)) = proto::envelope::split_frame(rest) {
-            n += 1;
-            rest = &rest[used..];
-        }
-        n
+        whole_frames(frames).count()
     }
 
     fn decode<T: DeserializeOwned>(&self, frames: &[u8], events: &mut Decoded<T>) {
-        let mut rest = frames;
-        while let Some((frame, used)) = proto::envelope::split_frame(rest) {
-            events.push(proto::decode_watch_event(self.0, frame).map_err(|e| Error::Decode(e.to_string())));
-            rest = &rest[used..];
-        }
+        events.extend(whole_frames(frames).map(|frame| proto::decode_watch_event(self.0, frame).map_err(|e| Error::Decode(e.to_string()))));
     }
 
     /// Whole frames are all taken before: what is left is one cut short, dropped as a
@@ -263,6 +254,16 @@ impl Framing for Frames {
     fn last<T: DeserializeOwned>(&self, _: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
         None
     }
+}
+
+/// The bodies of the whole frames at the start of `bytes`, in order (a frame cut short at
+/// the end is left out).
+fn whole_frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let (frame, used) = proto::envelope::split_frame(bytes)?;
+        bytes = &bytes[used..];
+        Some(frame)
+    })
 }
 
 /// Decoded events, in wire order; the body's error, if any, last.
@@ -736,13 +737,15 @@ mod tests {
 
         #[test]
         fn frames_are_counted_whole_and_a_batch_is_allocated_at_its_count() {
-            let body = [frame("ADDED", "a", "1"), frame("MODIFIED", "b", "2"), frame("ADDED", "c", "3")].concat();
+            let a = frame("ADDED", "a", "1");
+            let body = [a.clone(), frame("MODIFIED", "b", "2"), frame("ADDED", "c", "3")].concat();
             assert_eq!(Frames::count(&body), 3);
             assert_eq!(Frames::count(&body[..body.len() - 1]), 2, "a frame cut short is not counted");
             assert_eq!(Frames::count(&[]), 0);
             let pieces = [
                 Piece::Within(Bytes::from(body.clone())),
-                Piece::Across(vec![Bytes::copy_from_slice(&body[..5]), Bytes::copy_from_slice(&body[5..body.len() / 3])]),
+                // `a` cut across two chunks, exactly.
+                Piece::Across(vec![Bytes::copy_from_slice(&a[..5]), Bytes::copy_from_slice(&a[5..])]),
                 Piece::Within(Bytes::from(body)),
             ];
             let got = decode_pieces::<ConfigMap, _>(Frames(&CONFIG_MAP), &pieces);
