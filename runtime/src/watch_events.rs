@@ -38,8 +38,13 @@
 //!   batch are being yielded. Fewer bytes wait for a free thread while another batch is on
 //!   its way, and are decoded in place when none is and nothing is left to yield (a
 //!   watch's single events, without a thread hand-over). Batches are yielded in wire
-//!   order, each buffer freed once yielded; the stream waits for the pump only when it has
-//!   nothing decoded to yield and no batch decoding.
+//!   order; the stream waits for the pump only when it has nothing decoded to yield and no
+//!   batch decoding.
+//! - A batch's events are decoded into one vector, allocated once at their count, or into
+//!   the emptied vector of the batch yielded before it when that one is large enough: a
+//!   watch streaming events allocates no vector per batch (a large allocation, which in
+//!   glibc's malloc also merges all small freed chunks first). At most one emptied vector
+//!   is kept, and none while the stream waits for the pump with nothing to yield.
 //! - A panic while decoding a batch is raised again where the stream is polled.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
 //!   does not decode yields [`Error::Decode`]. An unterminated last line that is cut short
@@ -278,14 +283,16 @@ enum Piece {
 }
 
 /// The events in `pieces`, in order: decoded where they lie, but for each one cut across
-/// chunks, which is copied into a buffer of its own first. The events' vector is allocated
-/// once, at their count.
-fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Piece]) -> Decoded<T> {
+/// chunks, which is copied into a buffer of its own first. They go into `spare` (empty) when
+/// it has room for them all, else into a vector allocated once, at their count.
+fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Piece], spare: Decoded<T>) -> Decoded<T> {
+    debug_assert!(spare.is_empty());
     let count: usize = pieces.iter().map(|piece| match piece {
         Piece::Within(events_here) => F::count(events_here),
         Piece::Across(_) => 1,
     }).sum();
-    let mut events = Vec::with_capacity(count);
+    // A fresh vector rather than a grown one: growing would copy the spare's whole buffer.
+    let mut events = if spare.capacity() >= count { spare } else { Vec::with_capacity(count) };
     for piece in pieces {
         match piece {
             Piece::Within(events_here) => framing.decode(events_here, &mut events),
@@ -322,9 +329,11 @@ struct WatchBody<T, F: Framing> {
     tail: Vec<Bytes>,
     /// Batches not yet yielded, in wire order.
     batches: VecDeque<Batch<T>>,
-    /// The batch being yielded. Its buffer is freed once it is yielded (a large batch is
-    /// not kept).
-    decoded: std::vec::IntoIter<Result<WatchEvent<T>, Error>>,
+    /// The batch being yielded, its events taken from the front.
+    decoded: VecDeque<Result<WatchEvent<T>, Error>>,
+    /// The emptied vector of the last batch yielded, for the next batch to decode into; empty
+    /// without capacity while the stream waits for the pump with nothing to yield.
+    spare: Decoded<T>,
     /// Nothing more comes from `received`.
     ended: bool,
 }
@@ -344,7 +353,8 @@ impl<T, F: Framing> WatchBody<T, F> {
             received_bytes: 0,
             tail: Vec::new(),
             batches: VecDeque::new(),
-            decoded: Vec::new().into_iter(),
+            decoded: VecDeque::new(),
+            spare: Vec::new(),
             ended: false,
         }
     }
@@ -389,10 +399,11 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> WatchBody<T, F> {
         let pieces = std::mem::take(&mut self.gathered);
         let offload = std::mem::take(&mut self.gathered_bytes) >= MIN_BYTES_PER_THREAD;
         let framing = self.framing;
+        let events = std::mem::take(&mut self.spare);
         self.batches.push_back(if offload {
-            Batch::Decoding(tokio::task::spawn_blocking(move || decode_pieces::<T, F>(framing, &pieces)))
+            Batch::Decoding(tokio::task::spawn_blocking(move || decode_pieces::<T, F>(framing, &pieces, events)))
         } else {
-            Batch::Done(decode_pieces::<T, F>(framing, &pieces))
+            Batch::Done(decode_pieces::<T, F>(framing, &pieces, events))
         });
     }
 }
@@ -427,10 +438,12 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
             if this.gathered_bytes >= MIN_BYTES_PER_THREAD && this.decoding() < decode_threads() {
                 this.start_batch();
             }
-            if let Some(event) = this.decoded.next() {
+            if let Some(event) = this.decoded.pop_front() {
                 return Poll::Ready(Some(event));
             }
-            this.decoded = Vec::new().into_iter();
+            if this.decoded.capacity() > this.spare.capacity() {
+                this.spare = Vec::from(std::mem::take(&mut this.decoded));
+            }
             // Nothing left to yield: fewer bytes start too when no other batch is on its way
             // (a watch's single events, decoded here at once).
             if this.batches.is_empty() {
@@ -439,12 +452,16 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
             match this.batches.front_mut() {
                 None if this.ended => return Poll::Ready(None),
                 // Nothing gathered (a batch would have started): `received` is polled.
-                None => return Poll::Pending,
-                Some(Batch::Done(events)) => this.decoded = std::mem::take(events).into_iter(),
+                None => {
+                    this.spare = Vec::new();
+                    this.decoded = VecDeque::new();
+                    return Poll::Pending;
+                }
+                Some(Batch::Done(events)) => this.decoded = std::mem::take(events).into(),
                 Some(Batch::Decoding(decoding)) => {
                     this.decoded = match joined(ready!(Pin::new(decoding).poll(cx)), "decoding watch events") {
-                        Ok(events) => events.into_iter(),
-                        Err(e) => vec![Err(e)].into_iter(),
+                        Ok(events) => events.into(),
+                        Err(e) => VecDeque::from([Err(e)]),
                     };
                 }
             }
@@ -557,7 +574,7 @@ mod tests {
         assert_eq!(name(&got[4]), "b");
         // Bytes that are not UTF-8 fail their line only, also among good lines in one chunk.
         let lines = [Piece::Within(Bytes::from([format!("{A}\n").as_bytes(), b"{\"type\":\xff}\n", format!("{B}\n").as_bytes()].concat()))];
-        let got: Vec<_> = decode_pieces::<ConfigMap, _>(Lines, &lines);
+        let got: Vec<_> = decode_pieces::<ConfigMap, _>(Lines, &lines, Vec::new());
         assert_eq!(got.len(), 3, "{got:?}");
         assert_eq!((name(&got[0]), name(&got[2])), ("a".to_string(), "b".to_string()));
         assert!(matches!(&got[1], Err(Error::Decode(_))), "{:?}", got[1]);
@@ -567,9 +584,56 @@ mod tests {
     fn lines_are_counted_with_a_last_one_without_its_newline() {
         assert_eq!((Lines::count(b""), Lines::count(b"\n"), Lines::count(b"a\nb\n"), Lines::count(b"a\nb")), (0, 1, 2, 2));
         let pieces = [Piece::Within(Bytes::from(format!("{A}\n{B}\n"))), Piece::Across(vec![Bytes::from(format!("{A}\n"))])];
-        let got = decode_pieces::<ConfigMap, _>(Lines, &pieces);
+        let got = decode_pieces::<ConfigMap, _>(Lines, &pieces, Vec::new());
         assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b", "a"]);
         assert_eq!(got.capacity(), got.len(), "one allocation at the count");
+    }
+
+    #[test]
+    fn a_spare_vector_is_decoded_into_when_it_has_room_and_replaced_when_not() {
+        let pieces = [Piece::Within(Bytes::from(format!("{A}\n{B}\n")))];
+        let spare = Vec::with_capacity(5);
+        let at = spare.as_ptr();
+        let got = decode_pieces::<ConfigMap, _>(Lines, &pieces, spare);
+        assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!((got.as_ptr(), got.capacity()), (at, 5), "decoded into the spare");
+        let got = decode_pieces::<ConfigMap, _>(Lines, &pieces, Vec::with_capacity(1));
+        assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(got.capacity(), 2, "a fresh vector at the count");
+    }
+
+    /// Polls `body` once, without waiting.
+    fn poll_once(body: &mut WatchBody<ConfigMap, Lines>) -> Poll<Option<Result<WatchEvent<ConfigMap>, Error>>> {
+        Pin::new(body).poll_next(&mut Context::from_waker(futures::task::noop_waker_ref()))
+    }
+
+    #[tokio::test]
+    async fn a_yielded_batch_vector_is_decoded_into_by_the_next_and_freed_when_the_stream_waits() {
+        let (mut tx, rx) = read_ahead::queue(8, Window::fixed(1 << 30));
+        let mut body = WatchBody::<ConfigMap, _>::new(rx, Lines);
+        tx.send(Ok(Bytes::from(format!("{A}\n{B}\n{A}\n")))).await.unwrap();
+        assert!(matches!(poll_once(&mut body), Poll::Ready(Some(Ok(_)))));
+        assert_eq!(body.decoded.capacity(), 3);
+        for _ in 0..2 {
+            assert!(matches!(poll_once(&mut body), Poll::Ready(Some(Ok(_)))));
+        }
+        tx.send(Ok(Bytes::from(format!("{B}\n{A}\n")))).await.unwrap();
+        assert_eq!(name(&ready(poll_once(&mut body))), "b");
+        // A vector of its own would hold 2 (and could be at the freed one's address).
+        assert_eq!(body.decoded.capacity(), 3, "the second batch is in the first one's vector");
+        assert_eq!(name(&ready(poll_once(&mut body))), "a");
+        assert!(poll_once(&mut body).is_pending());
+        assert_eq!((body.decoded.capacity(), body.spare.capacity()), (0, 0), "nothing kept while waiting");
+        tx.send(Ok(Bytes::from(format!("{B}\n")))).await.unwrap();
+        assert_eq!(name(&ready(poll_once(&mut body))), "b");
+    }
+
+    fn ready<T>(poll: Poll<Option<T>>) -> T {
+        match poll {
+            Poll::Ready(Some(item)) => item,
+            Poll::Ready(None) => panic!("the stream ended"),
+            Poll::Pending => panic!("the stream waits"),
+        }
     }
 
     #[tokio::test]
@@ -748,7 +812,7 @@ mod tests {
                 Piece::Across(vec![Bytes::copy_from_slice(&a[..5]), Bytes::copy_from_slice(&a[5..])]),
                 Piece::Within(Bytes::from(body)),
             ];
-            let got = decode_pieces::<ConfigMap, _>(Frames(&CONFIG_MAP), &pieces);
+            let got = decode_pieces::<ConfigMap, _>(Frames(&CONFIG_MAP), &pieces, Vec::new());
             assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b", "c", "a", "a", "b", "c"]);
             assert_eq!(got.capacity(), got.len(), "one allocation at the count");
         }
