@@ -66,7 +66,18 @@ fn namespace_value<K: Resource>(obj: &K) -> &str {
 
 /// A key in an index set: the items map's own key for the object, compared by allocation.
 #[derive(Clone)]
+#[repr(transparent)]
 struct HeldKey(ObjectKey);
+
+impl HeldKey {
+    /// `key` as a `HeldKey`, to look one up without a handle of its own (which would write
+    /// the key's reference count, in an allocation an update otherwise does not read).
+    fn of(key: &ObjectKey) -> &HeldKey {
+        // SAFETY: `HeldKey` is a transparent wrapper of `ObjectKey`: same layout, and the
+        // reference keeps `key`'s lifetime.
+        unsafe { &*(key as *const ObjectKey).cast::<HeldKey>() }
+    }
+}
 
 impl PartialEq for HeldKey {
     fn eq(&self, other: &Self) -> bool {
@@ -95,7 +106,21 @@ struct Inner<K> {
     indices: HashMap<String, Index<K>>,
 }
 
+/// The indices of an [`Inner`], apart from its items map, to update beside it.
+struct IndexParts<'a, K> {
+    namespace_of: fn(&K) -> &str,
+    by_namespace: &'a mut Index<K>,
+    indexers: &'a BTreeMap<String, IndexFunc<K>>,
+    indices: &'a mut HashMap<String, Index<K>>,
+}
+
 impl<K> Inner<K> {
+    /// The items map and the indices, borrowed apart.
+    fn split(&mut self) -> (&mut ItemMap<K>, IndexParts<'_, K>) {
+        let Inner { items, namespace_of, by_namespace, indexers, indices } = self;
+        (items, IndexParts { namespace_of: *namespace_of, by_namespace, indexers, indices })
+    }
+
     fn index_named(&self, name: &str) -> Result<&Index<K>, IndexError> {
         if name == NAMESPACE_INDEX {
             return Ok(&self.by_namespace);
@@ -289,8 +314,9 @@ impl<K> Indexer<K> {
     /// Inserts or replaces the object under `key`; returns the object it replaced.
     pub fn upsert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
-        let (held, old) = inner.items.upsert(key, obj.clone());
-        update_indices(&mut inner, &held, old.as_deref(), Some(&obj));
+        let (items, indices) = inner.split();
+        let (held, old) = items.upsert(key, obj.clone());
+        update_indices(indices, held, old.as_deref(), Some(&obj));
         old
     }
 
@@ -298,11 +324,12 @@ impl<K> Indexer<K> {
     /// is true: then the store is left as it was and `obj` is not stored.
     pub fn upsert_unless(&self, key: ObjectKey, obj: Arc<K>, keep: impl FnOnce(&K, &K) -> bool) -> Upserted<K> {
         let mut inner = self.inner.write();
-        let (held, old) = match inner.items.upsert_unless(key, obj.clone(), keep) {
+        let (items, indices) = inner.split();
+        let (held, old) = match items.upsert_unless(key, obj.clone(), keep) {
             Ok(stored) => stored,
             Err(held) => return Upserted::Kept(held),
         };
-        update_indices(&mut inner, &held, old.as_deref(), Some(&obj));
+        update_indices(indices, held, old.as_deref(), Some(&obj));
         match old {
             Some(old) => Upserted::Replaced(old),
             None => Upserted::Added,
@@ -313,7 +340,7 @@ impl<K> Indexer<K> {
     pub fn remove(&self, key: &str) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
         let (held, old) = inner.items.remove(key)?;
-        update_indices(&mut inner, &held, Some(&*old), None);
+        update_indices(inner.split().1, &held, Some(&*old), None);
         Some(old)
     }
 
@@ -465,9 +492,9 @@ fn index_names<K>(inner: &Inner<K>) -> Vec<String> {
 
 /// Moves `key` (the items map's own) from the values of `old` to those of `new` in every
 /// index, where it maps to `new`.
-fn update_indices<K>(inner: &mut Inner<K>, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
-    let Inner { namespace_of, by_namespace, indexers, indices, .. } = inner;
-    let old_ns = old.map(*namespace_of);
+fn update_indices<K>(parts: IndexParts<'_, K>, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
+    let IndexParts { namespace_of, by_namespace, indexers, indices } = parts;
+    let old_ns = old.map(namespace_of);
     let new_ns = new.map(|o| namespace_of(o));
     if old_ns != new_ns {
         if let Some(v) = old_ns {
@@ -497,7 +524,7 @@ fn update_indices<K>(inner: &mut Inner<K>, key: &ObjectKey, old: Option<&K>, new
 /// Maps `key` to `obj` in `value`'s set, adding the key (and the set) when absent.
 fn add_key<K>(index: &mut Index<K>, value: &str, key: &ObjectKey, obj: &Arc<K>) {
     match index.get_mut(value) {
-        Some(set) => match set.get_mut(&HeldKey(key.clone())) {
+        Some(set) => match set.get_mut(HeldKey::of(key)) {
             Some(held) => *held = obj.clone(),
             None => {
                 set.insert(HeldKey(key.clone()), obj.clone());
@@ -514,7 +541,7 @@ fn add_key<K>(index: &mut Index<K>, value: &str, key: &ObjectKey, obj: &Arc<K>) 
 /// Removes `key` from `value`'s set, and the set once it is empty.
 fn remove_key<K>(index: &mut Index<K>, value: &str, key: &ObjectKey) {
     if let Some(set) = index.get_mut(value) {
-        set.remove(&HeldKey(key.clone()));
+        set.remove(HeldKey::of(key));
         if set.is_empty() {
             index.remove(value);
         }

@@ -119,8 +119,9 @@ impl<K> ItemMap<K> {
     }
 
     /// Inserts or replaces the object under `key`. Returns the key now stored (the one
-    /// already there, if any) and the object replaced.
-    pub(crate) fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> (ObjectKey, Option<Arc<K>>) {
+    /// already there, if any; not touched, so that a cold key's allocation is not read) and
+    /// the object replaced.
+    pub(crate) fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> (&ObjectKey, Option<Arc<K>>) {
         match self.upsert_unless(key, obj, |_, _| false) {
             Ok(stored) => stored,
             Err(_) => unreachable!("upsert keeps nothing"),
@@ -134,22 +135,19 @@ impl<K> ItemMap<K> {
         key: ObjectKey,
         obj: Arc<K>,
         keep: impl FnOnce(&K, &K) -> bool,
-    ) -> Result<(ObjectKey, Option<Arc<K>>), Arc<K>> {
+    ) -> Result<(&ObjectKey, Option<Arc<K>>), Arc<K>> {
         let hasher = self.hasher;
         let rehash = |slot: &Slot<K>| hasher.hash(slot.key.as_str());
         Ok(match self.table.entry(hasher.hash(key.as_str()), |slot| slot.is(key.as_str()), rehash) {
-            Entry::Occupied(mut e) => {
-                let slot = e.get_mut();
+            Entry::Occupied(e) => {
+                let slot = e.into_mut();
                 if keep(&slot.obj, &obj) {
                     return Err(slot.obj.clone());
                 }
                 let old = std::mem::replace(&mut slot.obj, obj);
-                (slot.key.clone(), Some(old))
+                (&slot.key, Some(old))
             }
-            Entry::Vacant(e) => {
-                e.insert(Slot::new(key.clone(), obj));
-                (key, None)
-            }
+            Entry::Vacant(e) => (&e.insert(Slot::new(key, obj)).into_mut().key, None),
         })
     }
 
