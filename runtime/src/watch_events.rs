@@ -40,11 +40,13 @@
 //!   watch's single events, without a thread hand-over). Batches are yielded in wire
 //!   order; the stream waits for the pump only when it has nothing decoded to yield and no
 //!   batch decoding.
-//! - A batch's events are decoded into one vector, allocated once at their count, or into
-//!   the emptied vector of the batch yielded before it when that one is large enough: a
-//!   watch streaming events allocates no vector per batch (a large allocation, which in
-//!   glibc's malloc also merges all small freed chunks first). At most one emptied vector
-//!   is kept, and none while the stream waits for the pump with nothing to yield.
+//! - A batch's events are decoded into the largest emptied vector of a batch yielded before
+//!   it when that has room for them, else into a new one, allocated once at twice the
+//!   capacity of the vector it replaces or at their count, whichever is more: a watch
+//!   streaming events soon allocates no vector per batch (a large allocation, which in
+//!   glibc's malloc also merges all small freed chunks first). At most
+//!   `decode_threads()` emptied vectors are kept (as many batches decode at once), and
+//!   none while the stream waits for the pump with nothing to yield.
 //! - A panic while decoding a batch is raised again where the stream is polled.
 //! - A line that is not an event but a `Status` yields [`Error::Api`]; any other line that
 //!   does not decode yields [`Error::Decode`]. An unterminated last line that is cut short
@@ -284,7 +286,9 @@ enum Piece {
 
 /// The events in `pieces`, in order: decoded where they lie, but for each one cut across
 /// chunks, which is copied into a buffer of its own first. They go into `spare` (empty) when
-/// it has room for them all, else into a vector allocated once, at their count.
+/// it has room for them all, else into a vector allocated once, at twice `spare`'s capacity
+/// or at their count, whichever is more (so that vectors passed from batch to batch soon
+/// have room for any).
 fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Piece], spare: Decoded<T>) -> Decoded<T> {
     debug_assert!(spare.is_empty());
     let count: usize = pieces.iter().map(|piece| match piece {
@@ -292,7 +296,7 @@ fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Piece], 
         Piece::Across(_) => 1,
     }).sum();
     // A fresh vector rather than a grown one: growing would copy the spare's whole buffer.
-    let mut events = if spare.capacity() >= count { spare } else { Vec::with_capacity(count) };
+    let mut events = if spare.capacity() >= count { spare } else { Vec::with_capacity(count.max(2 * spare.capacity())) };
     for piece in pieces {
         match piece {
             Piece::Within(events_here) => framing.decode(events_here, &mut events),
@@ -331,9 +335,9 @@ struct WatchBody<T, F: Framing> {
     batches: VecDeque<Batch<T>>,
     /// The batch being yielded, its events taken from the front.
     decoded: VecDeque<Result<WatchEvent<T>, Error>>,
-    /// The emptied vector of the last batch yielded, for the next batch to decode into; empty
-    /// without capacity while the stream waits for the pump with nothing to yield.
-    spare: Decoded<T>,
+    /// Emptied vectors of batches yielded, for the next batches to decode into: at most
+    /// [`decode_threads`], none while the stream waits for the pump with nothing to yield.
+    spares: Vec<Decoded<T>>,
     /// Nothing more comes from `received`.
     ended: bool,
 }
@@ -354,7 +358,7 @@ impl<T, F: Framing> WatchBody<T, F> {
             tail: Vec::new(),
             batches: VecDeque::new(),
             decoded: VecDeque::new(),
-            spare: Vec::new(),
+            spares: Vec::new(),
             ended: false,
         }
     }
@@ -383,6 +387,18 @@ impl<T, F: Framing> WatchBody<T, F> {
         }
     }
 
+    /// Keeps `emptied` for a later batch, in place of the smallest spare when
+    /// [`decode_threads`] are kept already (or drops it when it is that smallest).
+    fn keep_spare(&mut self, emptied: Decoded<T>) {
+        self.spares.push(emptied);
+        if self.spares.len() > decode_threads() {
+            let smallest = (0..self.spares.len()).min_by_key(|&i| self.spares[i].capacity());
+            if let Some(i) = smallest {
+                self.spares.swap_remove(i);
+            }
+        }
+    }
+
     /// Batches decoding on blocking threads.
     fn decoding(&self) -> usize {
         self.batches.iter().filter(|b| matches!(b, Batch::Decoding(_))).count()
@@ -399,7 +415,8 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> WatchBody<T, F> {
         let pieces = std::mem::take(&mut self.gathered);
         let offload = std::mem::take(&mut self.gathered_bytes) >= MIN_BYTES_PER_THREAD;
         let framing = self.framing;
-        let events = std::mem::take(&mut self.spare);
+        let largest = (0..self.spares.len()).max_by_key(|&i| self.spares[i].capacity());
+        let events = largest.map(|i| self.spares.swap_remove(i)).unwrap_or_default();
         self.batches.push_back(if offload {
             Batch::Decoding(tokio::task::spawn_blocking(move || decode_pieces::<T, F>(framing, &pieces, events)))
         } else {
@@ -441,8 +458,9 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
             if let Some(event) = this.decoded.pop_front() {
                 return Poll::Ready(Some(event));
             }
-            if this.decoded.capacity() > this.spare.capacity() {
-                this.spare = Vec::from(std::mem::take(&mut this.decoded));
+            if this.decoded.capacity() > 0 {
+                let emptied = Vec::from(std::mem::take(&mut this.decoded));
+                this.keep_spare(emptied);
             }
             // Nothing left to yield: fewer bytes start too when no other batch is on its way
             // (a watch's single events, decoded here at once).
@@ -453,7 +471,7 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
                 None if this.ended => return Poll::Ready(None),
                 // Nothing gathered (a batch would have started): `received` is polled.
                 None => {
-                    this.spare = Vec::new();
+                    this.spares = Vec::new();
                     this.decoded = VecDeque::new();
                     return Poll::Pending;
                 }
@@ -600,6 +618,10 @@ mod tests {
         let got = decode_pieces::<ConfigMap, _>(Lines, &pieces, Vec::with_capacity(1));
         assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(got.capacity(), 2, "a fresh vector at the count");
+        let three = [Piece::Within(Bytes::from(format!("{A}\n{B}\n{A}\n")))];
+        let got = decode_pieces::<ConfigMap, _>(Lines, &three, Vec::with_capacity(2));
+        assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b", "a"]);
+        assert_eq!(got.capacity(), 4, "a fresh vector at twice the spare's capacity");
     }
 
     /// Polls `body` once, without waiting.
@@ -623,9 +645,30 @@ mod tests {
         assert_eq!(body.decoded.capacity(), 3, "the second batch is in the first one's vector");
         assert_eq!(name(&ready(poll_once(&mut body))), "a");
         assert!(poll_once(&mut body).is_pending());
-        assert_eq!((body.decoded.capacity(), body.spare.capacity()), (0, 0), "nothing kept while waiting");
+        assert_eq!((body.decoded.capacity(), body.spares.len()), (0, 0), "nothing kept while waiting");
         tx.send(Ok(Bytes::from(format!("{B}\n")))).await.unwrap();
         assert_eq!(name(&ready(poll_once(&mut body))), "b");
+    }
+
+    #[tokio::test]
+    async fn the_largest_spares_are_kept_as_many_as_batches_decode_at_once() {
+        let (_tx, rx) = read_ahead::queue(1, Window::fixed(1 << 30));
+        let mut body = WatchBody::<ConfigMap, _>::new(rx, Lines);
+        let capacities = [30, 10, 40, 10, 50, 90, 20, 60];
+        for n in capacities {
+            body.keep_spare(Vec::with_capacity(n));
+        }
+        let mut kept: Vec<usize> = body.spares.iter().map(Vec::capacity).collect();
+        kept.sort_unstable();
+        let mut sorted = capacities;
+        sorted.sort_unstable();
+        assert_eq!(kept, sorted[sorted.len() - decode_threads()..], "the largest ones");
+        body.start_batch();
+        assert_eq!(body.spares.len(), decode_threads(), "nothing gathered: no batch, no spare taken");
+        body.gathered.push(Piece::Within(Bytes::from(format!("{A}\n"))));
+        body.start_batch();
+        let Some(Batch::Done(events)) = body.batches.pop_front() else { panic!("a small batch is decoded in place") };
+        assert_eq!(events.capacity(), 90, "the batch took the largest spare");
     }
 
     fn ready<T>(poll: Poll<Option<T>>) -> T {
