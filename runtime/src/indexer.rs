@@ -18,6 +18,9 @@
 //! - The [`NAMESPACE_INDEX`] is present from construction and cannot be replaced. Its value is
 //!   read from `metadata.namespace` without allocating, and a write that keeps an object's
 //!   namespace (every update under one key, in practice) only swaps the `Arc` in its set.
+//!   Since a key is in one set only, a key found in its new object's set is in no other:
+//!   the replaced object's namespace is read only when it is not (an update does not touch
+//!   the replaced object, cold in a large store).
 //! - All methods take `&self`; writes hold a write lock for the duration of one change.
 //! - A read taken on a thread that holds an [`IndexerView`] (of any store) never waits for a
 //!   waiting writer: it would wait for a writer that waits for the view, forever. Other reads
@@ -494,15 +497,15 @@ fn index_names<K>(inner: &Inner<K>) -> Vec<String> {
 /// index, where it maps to `new`.
 fn update_indices<K>(parts: IndexParts<'_, K>, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
     let IndexParts { namespace_of, by_namespace, indexers, indices } = parts;
-    let old_ns = old.map(namespace_of);
-    let new_ns = new.map(|o| namespace_of(o));
-    if old_ns != new_ns {
-        if let Some(v) = old_ns {
-            remove_key(by_namespace, v, key);
+    match new {
+        // Found in the new object's namespace set, the key is in no other one.
+        Some(obj) if add_key(by_namespace, namespace_of(obj), key, obj) => {}
+        _ => {
+            let new_ns = new.map(|o| namespace_of(o));
+            if let Some(v) = old.map(namespace_of).filter(|&v| Some(v) != new_ns) {
+                remove_key(by_namespace, v, key);
+            }
         }
-    }
-    if let (Some(v), Some(obj)) = (new_ns, new) {
-        add_key(by_namespace, v, key, obj);
     }
     for (name, f) in indexers.iter() {
         let old_vals = old.map(|o| f(o)).unwrap_or_default();
@@ -521,19 +524,25 @@ fn update_indices<K>(parts: IndexParts<'_, K>, key: &ObjectKey, old: Option<&K>,
     }
 }
 
-/// Maps `key` to `obj` in `value`'s set, adding the key (and the set) when absent.
-fn add_key<K>(index: &mut Index<K>, value: &str, key: &ObjectKey, obj: &Arc<K>) {
+/// Maps `key` to `obj` in `value`'s set, adding the key (and the set) when absent; true
+/// when the key was there.
+fn add_key<K>(index: &mut Index<K>, value: &str, key: &ObjectKey, obj: &Arc<K>) -> bool {
     match index.get_mut(value) {
         Some(set) => match set.get_mut(HeldKey::of(key)) {
-            Some(held) => *held = obj.clone(),
+            Some(held) => {
+                *held = obj.clone();
+                true
+            }
             None => {
                 set.insert(HeldKey(key.clone()), obj.clone());
+                false
             }
         },
         None => {
             let mut set = FastMap::default();
             set.insert(HeldKey(key.clone()), obj.clone());
             index.insert(value.to_owned(), set);
+            false
         }
     }
 }
