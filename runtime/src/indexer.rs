@@ -497,14 +497,15 @@ fn index_names<K>(inner: &Inner<K>) -> Vec<String> {
 /// index, where it maps to `new`.
 fn update_indices<K>(parts: IndexParts<'_, K>, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
     let IndexParts { namespace_of, by_namespace, indexers, indices } = parts;
-    match new {
-        // Found in the new object's namespace set, the key is in no other one.
-        Some(obj) if add_key(by_namespace, namespace_of(obj), key, obj) => {}
-        _ => {
-            let new_ns = new.map(|o| namespace_of(o));
-            if let Some(v) = old.map(namespace_of).filter(|&v| Some(v) != new_ns) {
-                remove_key(by_namespace, v, key);
-            }
+    let new_ns = new.map(|o| namespace_of(o));
+    let was_in_new_set = match (new_ns, new) {
+        (Some(v), Some(obj)) => add_key(by_namespace, v, key, obj),
+        _ => false,
+    };
+    // Found in the new object's namespace set, the key is in no other one.
+    if !was_in_new_set {
+        if let Some(v) = old.map(namespace_of).filter(|&v| Some(v) != new_ns) {
+            remove_key(by_namespace, v, key);
         }
     }
     for (name, f) in indexers.iter() {

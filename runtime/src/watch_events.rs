@@ -335,8 +335,9 @@ struct WatchBody<T, F: Framing> {
     batches: VecDeque<Batch<T>>,
     /// The batch being yielded, its events taken from the front.
     decoded: VecDeque<Result<WatchEvent<T>, Error>>,
-    /// Emptied vectors of batches yielded, for the next batches to decode into: at most
-    /// [`decode_threads`], none while the stream waits for the pump with nothing to yield.
+    /// Emptied vectors of batches yielded, for the next batches to decode into, smallest
+    /// first: at most [`decode_threads`], none while the stream waits for the pump with
+    /// nothing to yield.
     spares: Vec<Decoded<T>>,
     /// Nothing more comes from `received`.
     ended: bool,
@@ -390,12 +391,10 @@ impl<T, F: Framing> WatchBody<T, F> {
     /// Keeps `emptied` for a later batch, in place of the smallest spare when
     /// [`decode_threads`] are kept already (or drops it when it is that smallest).
     fn keep_spare(&mut self, emptied: Decoded<T>) {
-        self.spares.push(emptied);
+        let at = self.spares.partition_point(|spare| spare.capacity() < emptied.capacity());
+        self.spares.insert(at, emptied);
         if self.spares.len() > decode_threads() {
-            let smallest = (0..self.spares.len()).min_by_key(|&i| self.spares[i].capacity());
-            if let Some(i) = smallest {
-                self.spares.swap_remove(i);
-            }
+            self.spares.remove(0);
         }
     }
 
@@ -415,8 +414,7 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> WatchBody<T, F> {
         let pieces = std::mem::take(&mut self.gathered);
         let offload = std::mem::take(&mut self.gathered_bytes) >= MIN_BYTES_PER_THREAD;
         let framing = self.framing;
-        let largest = (0..self.spares.len()).max_by_key(|&i| self.spares[i].capacity());
-        let events = largest.map(|i| self.spares.swap_remove(i)).unwrap_or_default();
+        let events = self.spares.pop().unwrap_or_default();
         self.batches.push_back(if offload {
             Batch::Decoding(tokio::task::spawn_blocking(move || decode_pieces::<T, F>(framing, &pieces, events)))
         } else {
@@ -470,9 +468,9 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
             match this.batches.front_mut() {
                 None if this.ended => return Poll::Ready(None),
                 // Nothing gathered (a batch would have started): `received` is polled.
+                // (`decoded`, emptied, went to the spares above.)
                 None => {
                     this.spares = Vec::new();
-                    this.decoded = VecDeque::new();
                     return Poll::Pending;
                 }
                 Some(Batch::Done(events)) => this.decoded = std::mem::take(events).into(),
