@@ -142,7 +142,10 @@ pub(crate) struct ListenerShared {
     pub(crate) depth: AtomicUsize,
     pub(crate) initial_pending: AtomicUsize,
     pub(crate) stopped: AtomicBool,
-    /// Notified each time an event is handled (or the consumer stops).
+    /// The listener has a queue bound: the informer waits on `drained` for it.
+    pub(crate) bounded: bool,
+    /// Notified each time an event is handled, if `bounded` (nobody waits on it otherwise),
+    /// and when the consumer stops.
     pub(crate) drained: Notify,
     /// Notified when `initial_pending` drops to 0 and when the consumer stops.
     pub(crate) sync_changed: Notify,
@@ -226,7 +229,9 @@ fn done_one<K>(shared: &ListenerShared, event: &Event<K>) {
     if event.is_initial_add() {
         shared.initial_handled();
     }
-    shared.drained.notify_waiters();
+    if shared.bounded {
+        shared.drained.notify_waiters();
+    }
 }
 
 /// Creates a handler thread's or a stream's listener and the queue its consumer takes its
@@ -236,7 +241,7 @@ pub(crate) fn listener<K>(opts: &HandlerOptions, resync_period: Duration) -> (Li
     let listener = Listener {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         queue: queue.clone(),
-        shared: Arc::new(ListenerShared::default()),
+        shared: Arc::new(ListenerShared { bounded: opts.queue_bound.is_some(), ..ListenerShared::default() }),
         bound: opts.queue_bound,
         resync_period,
         next_resync: parking_lot::Mutex::new(tokio::time::Instant::now() + resync_period),
