@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, reuse_unchanged, unlisted_survivor};
+use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, reuse_unchanged, unlisted_survivor, watched_deltas};
 
 struct State<K> {
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
@@ -105,6 +105,20 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
 
     fn delete(&self, obj: Arc<K>) {
         self.queue_object(DeltaType::Deleted, obj, true);
+    }
+
+    fn watched(&self, events: &mut Vec<(DeltaType, Arc<K>)>) {
+        let deltas = watched_deltas(events);
+        if deltas.is_empty() {
+            return;
+        }
+        let mut st = self.state.lock();
+        let queued = st.order.len();
+        st.population.populate(queued);
+        for delta in deltas {
+            self.push(&mut st, delta);
+        }
+        self.notify.notify_one();
     }
 
     fn replace_item(&self, obj: Arc<K>) {

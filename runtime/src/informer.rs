@@ -99,6 +99,9 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for AnyQueue<K> {
     fn delete(&self, obj: Arc<K>) {
         delegate!(self, q => q.delete(obj))
     }
+    fn watched(&self, events: &mut Vec<(crate::DeltaType, Arc<K>)>) {
+        delegate!(self, q => q.watched(events))
+    }
     fn replace_item(&self, obj: Arc<K>) {
         delegate!(self, q => q.replace_item(obj))
     }

@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::delta::Delta;
+use crate::delta::{Delta, DeltaType};
 use crate::key::{KeySet, ObjectKey};
 
 /// A batch of deltas handed to the informer by one pop.
@@ -61,6 +61,20 @@ pub trait Queue<K>: Send + Sync {
     fn update(&self, obj: Arc<K>);
     /// An object was deleted (watch `DELETED`).
     fn delete(&self, obj: Arc<K>);
+    /// Objects of watch events, in the order they came, each with its kind (`Added`,
+    /// `Updated` or `Deleted`; any other counts as `Updated`): the same as `add`, `update`
+    /// or `delete` on each, in one call; `events` is left empty, its room kept. The queues
+    /// of this crate take them under one lock and with one wake of a waiting pop, so a
+    /// reflector hands over at once the events a watch has ready.
+    fn watched(&self, events: &mut Vec<(DeltaType, Arc<K>)>) {
+        for (kind, obj) in events.drain(..) {
+            match kind {
+                DeltaType::Added => self.add(obj),
+                DeltaType::Deleted => self.delete(obj),
+                _ => self.update(obj),
+            }
+        }
+    }
     /// One object of a relist in progress.
     fn replace_item(&self, obj: Arc<K>);
     /// Objects of a relist in progress, in order, each with its key (`ObjectKey::of` the
@@ -322,6 +336,21 @@ pub(crate) fn key_or_warn<K: kube_core::Resource>(obj: &K) -> Option<ObjectKey> 
         tracing::warn!("dropping an object without metadata.name");
     }
     key
+}
+
+/// The deltas of watch events given to [`Queue::watched`], keyed (those without
+/// `metadata.name` dropped, logged) before the queue's lock is taken.
+pub(crate) fn watched_deltas<K: kube_core::Resource>(events: &mut Vec<(DeltaType, Arc<K>)>) -> Vec<Delta<K>> {
+    events
+        .drain(..)
+        .filter_map(|(kind, obj)| {
+            let kind = match kind {
+                DeltaType::Added | DeltaType::Deleted => kind,
+                _ => DeltaType::Updated,
+            };
+            Some(Delta::new(kind, key_or_warn(&*obj)?, obj))
+        })
+        .collect()
 }
 
 /// Which queue an informer uses between its reflector and its store.

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::delta::{Delta, DeltaType};
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
-use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, reuse_unchanged, unlisted_survivor};
+use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, reuse_unchanged, unlisted_survivor, watched_deltas};
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
@@ -70,6 +70,18 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
 
     fn delete(&self, obj: Arc<K>) {
         self.queue_object(DeltaType::Deleted, obj, true);
+    }
+
+    fn watched(&self, events: &mut Vec<(DeltaType, Arc<K>)>) {
+        let deltas = watched_deltas(events);
+        if deltas.is_empty() {
+            return;
+        }
+        let mut st = self.state.lock();
+        let queued = st.items.len();
+        st.population.populate(queued);
+        st.items.extend(deltas);
+        self.notify.notify_one();
     }
 
     fn replace_item(&self, obj: Arc<K>) {

@@ -20,6 +20,11 @@
 //!   falls back to one unpaged list at the same resourceVersion.
 //! - Watches ask for bookmarks and time out server-side after a random 5–10 minutes; the
 //!   client gives up on a watch that stays silent for longer than that plus a margin.
+//! - A watch's events are handed to the queue in the order they came, those the stream has
+//!   ready together (up to `WATCH_BATCH`, [`Queue::watched`]); none is kept back while the
+//!   stream is waited for, nor past a bookmark, an error or the stream's end. The
+//!   resourceVersion the next watch starts from is the last one handed over (or a
+//!   bookmark's).
 //! - With WatchList ([`WatchListMode`]), the initial state is streamed by a watch with
 //!   `sendInitialEvents=true`; it counts as synced only at the bookmark annotated
 //!   `k8s.io/initial-events-end`. Its objects are handed to the queue in batches as they
@@ -36,6 +41,7 @@
 //!   them by doubling while decoding, and a cache keeps every object).
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -44,6 +50,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{Backoff, BackoffConfig};
+use crate::delta::DeltaType;
 use crate::error::Error;
 use crate::key::{KeySet, ObjectKey};
 use crate::lister_watcher::{ListOptions, ListerWatcher, PageInParts, WatchEvent, WatchOptions, WatchStream};
@@ -173,6 +180,11 @@ enum Round {
 /// apply them): on a relist, the new objects decoded and not yet applied, beside the
 /// objects they replace, are at most these and the parts being decoded.
 const MAX_QUEUED_AHEAD: usize = 256;
+
+/// The most watch events handed to the queue at once: those the stream has ready, up to
+/// this many (one lock of the queue and one wake of the informer for each hand-over,
+/// instead of one per event).
+const WATCH_BATCH: usize = 32;
 
 /// What a relist in progress has listed, for ending it.
 enum Listed {
@@ -334,6 +346,14 @@ where
     }
 
     fn prepare(&self, obj: K) -> Option<(ObjectKey, Arc<K>)> {
+        let obj = self.transformed(obj);
+        let key = ObjectKey::of(&obj)?;
+        Some((key, Arc::new(obj)))
+    }
+
+    /// `obj` after the transform, its metadata's lists without spare capacity: as the store
+    /// keeps it.
+    fn transformed(&self, obj: K) -> K {
         let mut obj = match &self.transform {
             Some(t) => t(obj),
             None => obj,
@@ -348,8 +368,7 @@ where
         if let Some(v) = &mut meta.finalizers {
             v.shrink_to_fit();
         }
-        let key = ObjectKey::of(&obj)?;
-        Some((key, Arc::new(obj)))
+        obj
     }
 
     fn watch_timeout(&self) -> u32 {
@@ -566,37 +585,72 @@ where
         // The server closes the watch after at most 2 × min_watch_timeout; a stream silent
         // for longer than that (plus a margin) is dead.
         let silence = self.config.min_watch_timeout * 2 + Duration::from_secs(30);
+        // One timer for the whole stream, armed only when the stream has to wait: an event
+        // ready at once costs no clock read and no timer update.
+        let silent = tokio::time::sleep(silence);
+        tokio::pin!(silent);
+        // Events the stream had ready and not yet handed to the queue: handed over before
+        // the stream is waited for (so none waits on a later event) and before anything
+        // that is not an object's event.
+        let mut ready: Vec<(DeltaType, Arc<K>)> = Vec::new();
         loop {
-            let next = match tokio::time::timeout(silence, stream.next()).await {
-                Ok(n) => n,
-                Err(_) => return Err(Error::Transport(format!("watch silent for {silence:?}"))),
+            let next = match futures::poll!(stream.next()) {
+                Poll::Ready(next) => next,
+                Poll::Pending => {
+                    self.hand_watched(&mut ready);
+                    silent.as_mut().reset(tokio::time::Instant::now() + silence);
+                    tokio::select! {
+                        biased;
+                        next = stream.next() => next,
+                        () = &mut silent => return Err(Error::Transport(format!("watch silent for {silence:?}"))),
+                    }
+                }
             };
-            let Some(event) = next else { return Ok(()) };
-            match event? {
-                WatchEvent::Added(obj) => {
-                    if let Some((_, obj)) = self.prepare(obj) {
-                        let rv = obj.meta().resource_version.clone();
-                        self.queue.add(obj);
-                        self.state.set_rv(rv.as_deref().unwrap_or_default());
-                    }
+            match next {
+                Some(Ok(WatchEvent::Added(obj))) => self.gather_watched(&mut ready, DeltaType::Added, obj),
+                Some(Ok(WatchEvent::Modified(obj))) => self.gather_watched(&mut ready, DeltaType::Updated, obj),
+                Some(Ok(WatchEvent::Deleted(obj))) => self.gather_watched(&mut ready, DeltaType::Deleted, obj),
+                Some(Ok(WatchEvent::Bookmark(b))) => {
+                    self.hand_watched(&mut ready);
+                    self.state.set_rv(&b.metadata.resource_version);
                 }
-                WatchEvent::Modified(obj) => {
-                    if let Some((_, obj)) = self.prepare(obj) {
-                        let rv = obj.meta().resource_version.clone();
-                        self.queue.update(obj);
-                        self.state.set_rv(rv.as_deref().unwrap_or_default());
-                    }
+                Some(Ok(WatchEvent::Error(status))) => {
+                    self.hand_watched(&mut ready);
+                    return Err(Error::Api((&*status).into()));
                 }
-                WatchEvent::Deleted(obj) => {
-                    if let Some((_, obj)) = self.prepare(obj) {
-                        let rv = obj.meta().resource_version.clone();
-                        self.queue.delete(obj);
-                        self.state.set_rv(rv.as_deref().unwrap_or_default());
-                    }
+                Some(Err(e)) => {
+                    self.hand_watched(&mut ready);
+                    return Err(e);
                 }
-                WatchEvent::Bookmark(b) => self.state.set_rv(&b.metadata.resource_version),
-                WatchEvent::Error(status) => return Err(Error::Api((&*status).into())),
+                None => {
+                    self.hand_watched(&mut ready);
+                    return Ok(());
+                }
             }
         }
+    }
+
+    /// Adds a watch event's object, as the store keeps it, to those `ready` to be handed
+    /// over; hands them over once [`WATCH_BATCH`] are.
+    fn gather_watched(&self, ready: &mut Vec<(DeltaType, Arc<K>)>, kind: DeltaType, obj: K) {
+        ready.push((kind, Arc::new(self.transformed(obj))));
+        if ready.len() >= WATCH_BATCH {
+            self.hand_watched(ready);
+        }
+    }
+
+    /// Hands the `ready` watch events to the queue at once (which keys them, and drops an
+    /// object without a name with a warning), after recording the last resourceVersion
+    /// among them as the one the next watch starts from: as client-go's watch handler
+    /// records each event's whatever the store made of the object. Recorded before the
+    /// hand-over, from the objects themselves: the store applies them later either way.
+    fn hand_watched(&self, ready: &mut Vec<(DeltaType, Arc<K>)>) {
+        if ready.is_empty() {
+            return;
+        }
+        if let Some(rv) = ready.iter().rev().find_map(|(_, obj)| obj.meta().resource_version.as_deref().filter(|rv| !rv.is_empty())) {
+            self.state.set_rv(rv);
+        }
+        self.queue.watched(ready);
     }
 }

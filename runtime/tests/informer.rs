@@ -1066,3 +1066,56 @@ async fn a_list_waits_for_its_queue_to_drain_before_it_queues_more() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+#[tokio::test]
+async fn watch_events_ready_at_once_are_queued_in_order_and_none_waits_for_a_later_one() {
+    use informer_runtime::{InOrderFifo, Indexer, Queue, Reflector, ReflectorState};
+    use informer_runtime::{DeltaType, WatchEvent};
+    let server = FakeApiServer::new();
+    server.create(cm("ns", "a", &[]));
+    let queue = Arc::new(InOrderFifo::new(Arc::new(Indexer::new())));
+    let state = Arc::new(ReflectorState::default());
+    let config = ReflectorConfig { watch_list: WatchListMode::Never, ..ReflectorConfig::default() };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let reflector = Reflector::new(Arc::new(server.clone()), queue.clone(), config).with_state(state.clone());
+    let task = tokio::spawn(reflector.run(cancel.clone()));
+    eventually(5, "watching", || server.watch_calls().len() == 1).await;
+    let popped = |q: &InOrderFifo<ConfigMap>| {
+        let mut all = Vec::new();
+        while let Some(Some(p)) = futures::FutureExt::now_or_never(q.pop(|p| p)) {
+            all.extend(p.deltas.iter().map(|d| (d.key.to_string(), d.kind, rv(d.object.object()))));
+        }
+        all
+    };
+    assert_eq!(popped(&queue).len(), 1, "the list");
+    // On this single-threaded runtime the reflector runs only when the test waits, so the
+    // writes below are all ready in its watch at once: more than one hand-over's worth.
+    let mut written = Vec::new();
+    for i in 0..100 {
+        let name = format!("b{}", i % 7);
+        let obj = if i % 5 == 4 { server.delete(&format!("ns/{name}")) } else { None };
+        let (kind, obj) = match obj {
+            Some(gone) => (DeltaType::Deleted, gone),
+            None if i < 7 => (DeltaType::Added, server.create(cm("ns", &name, &[]))),
+            None => (DeltaType::Updated, server.update(cm("ns", &name, &[]))),
+        };
+        written.push((format!("ns/{name}"), kind, rv(&obj)));
+    }
+    eventually(5, "every event queued", || queue.len() == written.len()).await;
+    assert_eq!(state.last_sync_resource_version(), server.resource_version(), "the last one's");
+    assert_eq!(popped(&queue), written, "in order, each once");
+    // One event alone is handed over at once, without waiting for more.
+    let alone = server.update(cm("ns", "a", &[]));
+    eventually(5, "the lone event queued", || queue.len() == 1).await;
+    assert_eq!(popped(&queue), vec![("ns/a".to_string(), DeltaType::Updated, rv(&alone))]);
+    // An object without a name is dropped by the queue; its resourceVersion still counts.
+    let mut nameless = cm("ns", "x", &[]);
+    nameless.metadata.name = None;
+    nameless.metadata.resource_version = Some("100000".into());
+    let after = server.update(cm("ns", "a", &[]));
+    server.inject(WatchEvent::Modified(nameless));
+    eventually(5, "the nameless object's version recorded", || state.last_sync_resource_version() == "100000").await;
+    assert_eq!(popped(&queue), vec![("ns/a".to_string(), DeltaType::Updated, rv(&after))]);
+    cancel.cancel();
+    task.await.unwrap();
+}

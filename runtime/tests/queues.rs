@@ -344,3 +344,86 @@ impl<Q: Queue<ConfigMap>> QueueOf for Q {
         Box::pin(self.drained_to(n))
     }
 }
+
+/// Watch events queued either one call each or all through `watched`, then everything
+/// popped: keys, kinds and versions, with each pop's `is_in_initial_list`, and whether the
+/// queue counted as synced after each pop.
+async fn watched_events<Q: Queue<ConfigMap>>(q: Q, at_once: bool) -> Vec<(String, DeltaType, String, bool, bool)> {
+    let mut nameless = cm("ns", "x", &[]);
+    nameless.metadata.name = None;
+    let events = vec![
+        (DeltaType::Added, arc("ns", "a", "1")),
+        (DeltaType::Added, arc("ns", "b", "2")),
+        (DeltaType::Updated, Arc::new(nameless)),
+        (DeltaType::Updated, arc("ns", "a", "3")),
+        // Not a watch event's kind: queued as an update.
+        (DeltaType::Sync, arc("ns", "b", "4")),
+        (DeltaType::Deleted, arc("ns", "a", "5")),
+    ];
+    if at_once {
+        let mut events = events;
+        q.watched(&mut events);
+        assert!(events.is_empty(), "handed over");
+    } else {
+        for (kind, obj) in events {
+            match kind {
+                DeltaType::Added => q.add(obj),
+                DeltaType::Deleted => q.delete(obj),
+                _ => q.update(obj),
+            }
+        }
+    }
+    let mut all = Vec::new();
+    while !q.is_empty() {
+        let p = pop(&q).await;
+        let synced = q.has_synced();
+        all.extend(p.deltas.iter().map(|d| {
+            let rv = d.object.object().metadata.resource_version.clone().unwrap();
+            (d.key.to_string(), d.kind, rv, p.is_in_initial_list, synced)
+        }));
+    }
+    all
+}
+
+#[tokio::test]
+async fn watched_queues_what_add_update_and_delete_on_each_do() {
+    let new_in_order = || InOrderFifo::new(Arc::new(Indexer::new()));
+    let expected = watched_events(new_in_order(), false).await;
+    let in_order: Vec<_> = expected.iter().map(|(k, kind, rv, _, _)| (k.as_str(), *kind, rv.as_str())).collect();
+    assert_eq!(
+        in_order,
+        vec![
+            ("ns/a", DeltaType::Added, "1"),
+            ("ns/b", DeltaType::Added, "2"),
+            ("ns/a", DeltaType::Updated, "3"),
+            ("ns/b", DeltaType::Updated, "4"),
+            ("ns/a", DeltaType::Deleted, "5"),
+        ],
+        "the nameless object dropped"
+    );
+    // The first event populates the queue with what was queued before it (nothing): synced
+    // at once, no pop is of the initial list.
+    assert!(expected.iter().all(|e| !e.3 && e.4), "{expected:?}");
+    assert_eq!(watched_events(new_in_order(), true).await, expected);
+    let new_delta = || DeltaFifo::new(Arc::new(Indexer::new()));
+    let expected = watched_events(new_delta(), false).await;
+    assert_eq!(expected.len(), 5, "per key: [a 1, a 3, a 5], [b 2, b 4]: {expected:?}");
+    assert_eq!(watched_events(new_delta(), true).await, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watched_wakes_a_waiting_pop_once_for_all() {
+    async fn check<Q: Queue<ConfigMap> + 'static>(q: Arc<Q>) {
+        let popper = tokio::spawn({
+            let q = q.clone();
+            async move { q.pop(|p| kinds(&p)).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        q.watched(&mut vec![(DeltaType::Added, arc("ns", "a", "1")), (DeltaType::Updated, arc("ns", "b", "2"))]);
+        let popped = tokio::time::timeout(std::time::Duration::from_secs(10), popper).await;
+        assert_eq!(popped.expect("woken").unwrap(), Some(vec![("ns/a".into(), DeltaType::Added, false)]));
+        assert_eq!(pop(&*q).await.deltas[0].key.as_str(), "ns/b", "the rest stays queued");
+    }
+    check(Arc::new(InOrderFifo::new(Arc::new(Indexer::new())))).await;
+    check(Arc::new(DeltaFifo::new(Arc::new(Indexer::new())))).await;
+}
