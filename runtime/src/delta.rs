@@ -118,6 +118,14 @@ impl<K> DeltaObject<K> {
             DeltaObject::Tombstone(t) => &t.obj,
         }
     }
+
+    /// The object, or the tombstone's last known object, taken out.
+    pub fn into_object(self) -> Arc<K> {
+        match self {
+            DeltaObject::Object(o) => o,
+            DeltaObject::Tombstone(t) => t.obj,
+        }
+    }
 }
 
 impl<K> Delta<K> {

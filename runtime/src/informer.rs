@@ -502,7 +502,7 @@ fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc
                 // holds: the held one stays, and the one just decoded is dropped here rather
                 // than held by handlers' queued events beside the cache.
                 let relisted_unchanged = |held: &K, new: &K| kind == DeltaType::Replaced && same_resource_version(held, new);
-                let obj = delta.object.object().clone();
+                let obj = delta.object.into_object();
                 match inner.indexer.upsert_unless(delta.key, obj.clone(), relisted_unchanged) {
                     Upserted::Added => {
                         distribute(listeners, Event::Add { obj, is_in_initial_list: popped.is_in_initial_list }, None);
@@ -523,12 +523,17 @@ fn apply<K: Resource + Send + Sync + 'static>(inner: &Inner<K>, listeners: &[Arc
     }
 }
 
+/// Sends `event` to each listener (of `only`, when given): a clone to each but the last,
+/// which takes the event itself (a clone of an update is two reference counts raised, the
+/// replaced object's a cold read, and two lowered again when the event is dropped).
 fn distribute<K>(listeners: &[Arc<Listener<K>>], event: Event<K>, only: Option<&HashSet<u64>>) {
-    for l in listeners {
-        if only.is_none_or(|ids| ids.contains(&l.id)) {
-            l.send(event.clone());
-        }
+    let mut to = listeners.iter().filter(|l| only.is_none_or(|ids| ids.contains(&l.id)));
+    let Some(mut current) = to.next() else { return };
+    for next in to {
+        current.send(event.clone());
+        current = next;
     }
+    current.send(event);
 }
 
 async fn resync_loop<K: Resource + Send + Sync + 'static>(inner: Arc<Inner<K>>) {
