@@ -68,7 +68,7 @@ pub trait Queue<K>: Send + Sync {
     /// reflector hands over at once the events a watch has ready.
     fn watched(&self, events: &mut Vec<(DeltaType, Arc<K>)>) {
         for (kind, obj) in events.drain(..) {
-            match kind {
+            match watched_kind(kind) {
                 DeltaType::Added => self.add(obj),
                 DeltaType::Deleted => self.delete(obj),
                 _ => self.update(obj),
@@ -338,19 +338,19 @@ pub(crate) fn key_or_warn<K: kube_core::Resource>(obj: &K) -> Option<ObjectKey> 
     key
 }
 
+/// The kind of delta a watch event given to [`Queue::watched`] as `kind` queues: `Added`
+/// and `Deleted` as they are, any other as `Updated`.
+pub(crate) fn watched_kind(kind: DeltaType) -> DeltaType {
+    match kind {
+        DeltaType::Added | DeltaType::Deleted => kind,
+        _ => DeltaType::Updated,
+    }
+}
+
 /// The deltas of watch events given to [`Queue::watched`], keyed (those without
 /// `metadata.name` dropped, logged) before the queue's lock is taken.
 pub(crate) fn watched_deltas<K: kube_core::Resource>(events: &mut Vec<(DeltaType, Arc<K>)>) -> Vec<Delta<K>> {
-    events
-        .drain(..)
-        .filter_map(|(kind, obj)| {
-            let kind = match kind {
-                DeltaType::Added | DeltaType::Deleted => kind,
-                _ => DeltaType::Updated,
-            };
-            Some(Delta::new(kind, key_or_warn(&*obj)?, obj))
-        })
-        .collect()
+    events.drain(..).filter_map(|(kind, obj)| Some(Delta::new(watched_kind(kind), key_or_warn(&*obj)?, obj))).collect()
 }
 
 /// Which queue an informer uses between its reflector and its store.

@@ -49,12 +49,19 @@ impl<K: Resource + Send + Sync + 'static> InOrderFifo<K> {
 
     fn queue_object(&self, kind: DeltaType, obj: Arc<K>, populate: bool) {
         let Some(key) = key_or_warn(&*obj) else { return };
+        self.queue_deltas(std::iter::once(Delta::new(kind, key, obj)), populate);
+    }
+
+    /// Queues `deltas` in order under one lock, with one wake of a waiting pop. With
+    /// `populate` (a watch event's), first marks the queue populated: what was queued before
+    /// is the initial population.
+    fn queue_deltas(&self, deltas: impl IntoIterator<Item = Delta<K>>, populate: bool) {
         let mut st = self.state.lock();
         if populate {
             let queued = st.items.len();
             st.population.populate(queued);
         }
-        st.items.push_back(Delta::new(kind, key, obj));
+        st.items.extend(deltas);
         self.notify.notify_one();
     }
 }
@@ -74,14 +81,9 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
 
     fn watched(&self, events: &mut Vec<(DeltaType, Arc<K>)>) {
         let deltas = watched_deltas(events);
-        if deltas.is_empty() {
-            return;
+        if !deltas.is_empty() {
+            self.queue_deltas(deltas, true);
         }
-        let mut st = self.state.lock();
-        let queued = st.items.len();
-        st.population.populate(queued);
-        st.items.extend(deltas);
-        self.notify.notify_one();
     }
 
     fn replace_item(&self, obj: Arc<K>) {
@@ -89,9 +91,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
     }
 
     fn replace_items(&self, objs: Vec<(ObjectKey, Arc<K>)>) {
-        let mut st = self.state.lock();
-        st.items.extend(objs.into_iter().map(|(key, obj)| Delta::new(DeltaType::Replaced, key, obj)));
-        self.notify.notify_one();
+        self.queue_deltas(objs.into_iter().map(|(key, obj)| Delta::new(DeltaType::Replaced, key, obj)), false);
     }
 
     fn reuse_unchanged(&self, objs: &mut [(ObjectKey, Arc<K>)]) {
