@@ -40,6 +40,7 @@
 //!   (`managedFields`, `ownerReferences`, `finalizers`) hold no spare capacity (serde grows
 //!   them by doubling while decoding, and a cache keeps every object).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -594,17 +595,24 @@ where
         // that is not an object's event.
         let mut ready: Vec<(DeltaType, Arc<K>)> = Vec::new();
         loop {
-            let next = match futures::poll!(stream.next()) {
-                Poll::Ready(next) => next,
-                Poll::Pending => {
+            // The stream is polled once per wake. On its first `Pending` for this event, the
+            // ready events are handed over and the timer armed; a later wake polls the stream
+            // and then the timer.
+            let mut waiting = false;
+            let next = std::future::poll_fn(|cx| {
+                if let Poll::Ready(next) = stream.poll_next_unpin(cx) {
+                    return Poll::Ready(Ok(next));
+                }
+                if !waiting {
+                    waiting = true;
                     self.hand_watched(&mut ready);
                     silent.as_mut().reset(tokio::time::Instant::now() + silence);
-                    tokio::select! {
-                        biased;
-                        next = stream.next() => next,
-                        () = &mut silent => return Err(Error::Transport(format!("watch silent for {silence:?}"))),
-                    }
                 }
+                silent.as_mut().poll(cx).map(Err)
+            })
+            .await;
+            let Ok(next) = next else {
+                return Err(Error::Transport(format!("watch silent for {silence:?}")));
             };
             match next {
                 Some(Ok(WatchEvent::Added(obj))) => self.gather_watched(&mut ready, DeltaType::Added, obj),
