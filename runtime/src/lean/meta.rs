@@ -252,6 +252,70 @@ impl Serialize for LeanMeta {
     }
 }
 
+/// The name of a field of object metadata, read without an owned copy of it (serde reads a
+/// `Cow<str>` key as a `String`: an allocation per field of every decoded object); `Other`
+/// for a name `LeanMeta` does not keep.
+enum MetaField {
+    Annotations,
+    CreationTimestamp,
+    DeletionGracePeriodSeconds,
+    DeletionTimestamp,
+    Finalizers,
+    GenerateName,
+    Generation,
+    Labels,
+    ManagedFields,
+    Name,
+    Namespace,
+    OwnerReferences,
+    ResourceVersion,
+    SelfLink,
+    Uid,
+    Other,
+}
+
+impl MetaField {
+    fn of(name: &str) -> MetaField {
+        match name {
+            "annotations" => MetaField::Annotations,
+            "creationTimestamp" => MetaField::CreationTimestamp,
+            "deletionGracePeriodSeconds" => MetaField::DeletionGracePeriodSeconds,
+            "deletionTimestamp" => MetaField::DeletionTimestamp,
+            "finalizers" => MetaField::Finalizers,
+            "generateName" => MetaField::GenerateName,
+            "generation" => MetaField::Generation,
+            "labels" => MetaField::Labels,
+            "managedFields" => MetaField::ManagedFields,
+            "name" => MetaField::Name,
+            "namespace" => MetaField::Namespace,
+            "ownerReferences" => MetaField::OwnerReferences,
+            "resourceVersion" => MetaField::ResourceVersion,
+            "selfLink" => MetaField::SelfLink,
+            "uid" => MetaField::Uid,
+            _ => MetaField::Other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MetaField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = MetaField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name of object metadata")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<MetaField, E> {
+                Ok(MetaField::of(name))
+            }
+            fn visit_bytes<E: serde::de::Error>(self, name: &[u8]) -> Result<MetaField, E> {
+                Ok(std::str::from_utf8(name).map_or(MetaField::Other, MetaField::of))
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
 impl<'de> Deserialize<'de> for LeanMeta {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -263,28 +327,28 @@ impl<'de> Deserialize<'de> for LeanMeta {
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<LeanMeta, A::Error> {
                 let mut out = LeanMeta::default();
                 let m = &mut out.object_meta;
-                while let Some(key) = access.next_key::<std::borrow::Cow<'de, str>>()? {
-                    match &*key {
-                        "annotations" => out.annotations = access.next_value()?,
-                        "creationTimestamp" => m.creation_timestamp = access.next_value()?,
-                        "deletionGracePeriodSeconds" => m.deletion_grace_period_seconds = access.next_value()?,
-                        "deletionTimestamp" => m.deletion_timestamp = access.next_value()?,
-                        "finalizers" => m.finalizers = access.next_value()?,
-                        "generateName" => m.generate_name = access.next_value()?,
-                        "generation" => m.generation = access.next_value()?,
-                        "labels" => out.labels = access.next_value()?,
-                        "managedFields" => {
+                while let Some(field) = access.next_key::<MetaField>()? {
+                    match field {
+                        MetaField::Annotations => out.annotations = access.next_value()?,
+                        MetaField::CreationTimestamp => m.creation_timestamp = access.next_value()?,
+                        MetaField::DeletionGracePeriodSeconds => m.deletion_grace_period_seconds = access.next_value()?,
+                        MetaField::DeletionTimestamp => m.deletion_timestamp = access.next_value()?,
+                        MetaField::Finalizers => m.finalizers = access.next_value()?,
+                        MetaField::GenerateName => m.generate_name = access.next_value()?,
+                        MetaField::Generation => m.generation = access.next_value()?,
+                        MetaField::Labels => out.labels = access.next_value()?,
+                        MetaField::ManagedFields => {
                             out.managed_fields = access.next_value::<Option<Vec<ManagedFieldsEntry>>>()?.map(Vec::into_boxed_slice);
                         }
-                        "name" => m.name = access.next_value()?,
-                        "namespace" => m.namespace = access.next_value()?,
-                        "ownerReferences" => {
+                        MetaField::Name => m.name = access.next_value()?,
+                        MetaField::Namespace => m.namespace = access.next_value()?,
+                        MetaField::OwnerReferences => {
                             out.owner_references = access.next_value::<Option<Vec<Shared<OwnerReference>>>>()?.map(Vec::into_boxed_slice);
                         }
-                        "resourceVersion" => m.resource_version = access.next_value()?,
-                        "selfLink" => m.self_link = access.next_value()?,
-                        "uid" => m.uid = access.next_value()?,
-                        _ => {
+                        MetaField::ResourceVersion => m.resource_version = access.next_value()?,
+                        MetaField::SelfLink => m.self_link = access.next_value()?,
+                        MetaField::Uid => m.uid = access.next_value()?,
+                        MetaField::Other => {
                             access.next_value::<IgnoredAny>()?;
                         }
                     }
@@ -318,6 +382,25 @@ mod tests {
         assert_eq!(serde_json::to_string(&k8s).unwrap(), META);
         let back: ObjectMeta = super::super::convert(&lean).unwrap();
         assert_eq!(back, k8s);
+    }
+
+    #[test]
+    fn field_names_are_read_from_borrowed_owned_and_byte_keys_alike_and_unknown_ones_skipped() {
+        let with_unknown = META.replacen('{', r#"{"zUnknown":{"a":[1]},"#, 1);
+        let borrowed: LeanMeta = serde_json::from_str(&with_unknown).unwrap();
+        // An escaped key is handed over owned, not borrowed from the text.
+        let escaped: LeanMeta = serde_json::from_str(&META.replace(r#""name""#, r#""name""#)).unwrap();
+        // A `Value` hands over every key as an owned `String`.
+        let owned: LeanMeta = serde_json::from_value(serde_json::from_str(&with_unknown).unwrap()).unwrap();
+        for m in [&borrowed, &escaped, &owned] {
+            assert_eq!(m.object_meta.name.as_deref(), Some("web-1"));
+            assert_eq!(m.object_meta.uid.as_deref(), Some("u-2"));
+            assert_eq!(serde_json::to_string(m).unwrap(), META);
+        }
+        let bytes = serde::de::value::BytesDeserializer::<serde::de::value::Error>::new(b"resourceVersion");
+        assert!(matches!(MetaField::deserialize(bytes), Ok(MetaField::ResourceVersion)));
+        let not_utf8 = serde::de::value::BytesDeserializer::<serde::de::value::Error>::new(b"\xffname");
+        assert!(matches!(MetaField::deserialize(not_utf8), Ok(MetaField::Other)));
     }
 
     #[test]

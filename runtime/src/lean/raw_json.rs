@@ -299,17 +299,42 @@ impl<'de> Visitor<'de> for Transcode<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         self.0.push(b'{');
         let mut first = true;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        loop {
+            let len = self.0.len();
             if !first {
                 self.0.push(b',');
             }
-            first = false;
-            push_json(self.0, &*key)?;
+            if map.next_key_seed(TranscodeKey(self.0))?.is_none() {
+                self.0.truncate(len);
+                break;
+            }
             self.0.push(b':');
             map.next_value_seed(Transcode(self.0))?;
+            first = false;
         }
         self.0.push(b'}');
         Ok(())
+    }
+}
+
+/// Writes an object's key, which must be a string, as JSON text to the buffer it holds,
+/// without an owned copy of it (serde reads a `Cow<str>` as a `String`).
+struct TranscodeKey<'a>(&'a mut Vec<u8>);
+
+impl<'de> DeserializeSeed<'de> for TranscodeKey<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for TranscodeKey<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_str<E: Error>(self, v: &str) -> Result<(), E> {
+        push_json(self.0, v)
     }
 }
 
