@@ -389,7 +389,9 @@ mod tests {
         let with_unknown = META.replacen('{', r#"{"zUnknown":{"a":[1]},"#, 1);
         let borrowed: LeanMeta = serde_json::from_str(&with_unknown).unwrap();
         // An escaped key is handed over owned, not borrowed from the text.
-        let escaped: LeanMeta = serde_json::from_str(&META.replace(r#""name""#, r#""name""#)).unwrap();
+        let escaped_text = META.replace(r#""name""#, r#""n\u0061me""#);
+        assert!(escaped_text.contains(r#""n\u0061me":"web-1""#));
+        let escaped: LeanMeta = serde_json::from_str(&escaped_text).unwrap();
         // A `Value` hands over every key as an owned `String`.
         let owned: LeanMeta = serde_json::from_value(serde_json::from_str(&with_unknown).unwrap()).unwrap();
         for m in [&borrowed, &escaped, &owned] {
