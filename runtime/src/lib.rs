@@ -37,6 +37,7 @@
 mod backoff;
 mod client;
 pub mod codegen;
+mod decode_pool;
 mod delta;
 mod delta_fifo;
 mod error;

@@ -32,10 +32,10 @@
 //!   in a chunk that is not all UTF-8, each line is decoded alone.
 //! - The whole events received so far (up to a window of [`BATCH_BYTES`] ahead of the
 //!   batches not yet yielded) make one batch. A batch of at least `MIN_BYTES_PER_THREAD`
-//!   bytes is decoded on a blocking thread, so the async worker stays free for the
-//!   connection and the pump while it decodes; at most `decode_threads()` batches decode
-//!   at once, and the next one gathers meanwhile, also while the events of an earlier
-//!   batch are being yielded. Fewer bytes wait for a free thread while another batch is on
+//!   bytes is decoded on one of the runtime's decoding threads (`decode_pool`), so the
+//!   async worker stays free for the connection and the pump while it decodes; at most
+//!   `decode_threads()` batches decode at once, and the next one gathers meanwhile, also
+//!   while the events of an earlier batch are being yielded. Fewer bytes wait for a free thread while another batch is on
 //!   its way, and are decoded in place when none is and nothing is left to yield (a
 //!   watch's single events, without a thread hand-over). Batches are yielded in wire
 //!   order; the stream waits for the pump only when it has nothing decoded to yield and no
@@ -68,7 +68,8 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
-use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads, joined};
+use crate::decode_pool::{Decoding, on_decode_thread};
+use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads};
 use crate::proto::{self, Message};
 use crate::read_ahead::{self, ChunkReceiver};
 use crate::window::{WIRE_SHARE, Window};
@@ -308,14 +309,14 @@ fn decode_pieces<T: DeserializeOwned, F: Framing>(framing: F, pieces: &[Piece], 
 
 /// A batch of events, in wire order among the others.
 enum Batch<T> {
-    /// Decoding on a blocking thread.
-    Decoding(tokio::task::JoinHandle<Decoded<T>>),
+    /// Decoding on a decoding thread.
+    Decoding(Decoding<Decoded<T>>),
     /// Decoded here, or the body's error or end in its place.
     Done(Decoded<T>),
 }
 
 /// The events of a watch body, from its queued chunks. The chunks holding whole events are
-/// gathered into batches; a batch of many bytes is decoded on a blocking thread (up to
+/// gathered into batches; a batch of many bytes is decoded on a decoding thread (up to
 /// [`decode_threads`] of them at once) while the next one gathers, a small one right here
 /// when no other batch is on its way; batches are yielded in wire order. It waits for a
 /// chunk only when it has nothing decoded to yield and no batch decoding.
@@ -398,14 +399,14 @@ impl<T, F: Framing> WatchBody<T, F> {
         }
     }
 
-    /// Batches decoding on blocking threads.
+    /// Batches on decoding threads.
     fn decoding(&self) -> usize {
         self.batches.iter().filter(|b| matches!(b, Batch::Decoding(_))).count()
     }
 }
 
 impl<T: DeserializeOwned + Send + 'static, F: Framing> WatchBody<T, F> {
-    /// Makes the gathered events a batch: decoded on a blocking thread when they are many
+    /// Makes the gathered events a batch: decoded on a decoding thread when they are many
     /// bytes, here otherwise.
     fn start_batch(&mut self) {
         if self.gathered.is_empty() {
@@ -416,7 +417,7 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> WatchBody<T, F> {
         let framing = self.framing;
         let events = self.spares.pop().unwrap_or_default();
         self.batches.push_back(if offload {
-            Batch::Decoding(tokio::task::spawn_blocking(move || decode_pieces::<T, F>(framing, &pieces, events)))
+            Batch::Decoding(on_decode_thread(move || decode_pieces::<T, F>(framing, &pieces, events)))
         } else {
             Batch::Done(decode_pieces::<T, F>(framing, &pieces, events))
         });
@@ -431,7 +432,7 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
         loop {
             // Also while a batch is being yielded: take the chunks queued so far (at most
             // a window of [`BATCH_BYTES`] of events ahead of the batches), and start a batch
-            // whenever a blocking thread is free for one, so that the pump keeps reading and
+            // whenever a decoding thread is free for one, so that the pump keeps reading and
             // the threads keep decoding while the events are consumed.
             while !this.ended && this.gathered_bytes < BATCH_BYTES.limit(this.received_bytes) {
                 match this.received.poll_recv(cx) {
@@ -475,7 +476,7 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
                 }
                 Some(Batch::Done(events)) => this.decoded = std::mem::take(events).into(),
                 Some(Batch::Decoding(decoding)) => {
-                    this.decoded = match joined(ready!(Pin::new(decoding).poll(cx)), "decoding watch events") {
+                    this.decoded = match ready!(Pin::new(decoding).poll(cx)) {
                         Ok(events) => events.into(),
                         Err(e) => VecDeque::from([Err(e)]),
                     };
@@ -714,7 +715,7 @@ mod tests {
     }
 
     /// ≈2 MB of events arriving over time in 16 KB chunks: many batches, several decoding on
-    /// blocking threads at once while the next gather, some decoded in place. They come out
+    /// decoding threads at once while the next gather, some decoded in place. They come out
     /// in wire order, none lost or repeated.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn batches_decoding_at_once_are_yielded_in_wire_order() {
@@ -751,14 +752,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_panic_decoding_a_batch_on_a_blocking_thread_is_raised_where_the_stream_is_polled() {
+    async fn a_panic_decoding_a_batch_on_a_decoding_thread_is_raised_where_the_stream_is_polled() {
         use futures::FutureExt;
         let data = "z".repeat(1000);
         let mut text: String = (0..64)
             .map(|i| format!("{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"name\":\"cm-{i}\"}},\"data\":{{\"d\":\"{data}\"}}}}}}\n"))
             .collect();
         text.push_str("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"boom\"}}}\n");
-        assert!(text.len() >= MIN_BYTES_PER_THREAD, "one batch decoded on a blocking thread");
+        assert!(text.len() >= MIN_BYTES_PER_THREAD, "one batch decoded on a decoding thread");
         let (mut tx, rx) = read_ahead::queue(1, Window::fixed(1 << 30));
         tx.send(Ok(Bytes::from(text))).await.unwrap();
         drop(tx);
