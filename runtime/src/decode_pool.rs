@@ -3,8 +3,9 @@
 //! Invariants:
 //! - At most one thread per core this process may use, started when a job finds none
 //!   idle, and kept for the process's life (an idle one is parked and costs no CPU).
-//! - Jobs start in the order they were submitted. A job goes to the thread that became idle
-//!   last, so a watch whose batches come one at a time keeps them on one thread, whose
+//! - Jobs start in the order they were submitted. A job that finds threads idle wakes the
+//!   one that became idle last (else the first thread done with its job takes it), so a
+//!   watch whose batches come one at a time keeps them on one thread, whose
 //!   per-thread state (the string table's recent strings, the allocator's caches) stays
 //!   warm (tokio's blocking pool hands each to any of its idle threads, up to 512).
 //! - A job's result, or its panic, reaches the [`Decoding`] future; a panic is raised again
