@@ -15,11 +15,12 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, ready};
 use std::thread::{Thread, ThreadId};
 
 use crate::error::Error;
+use crate::parallel::cores;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -39,10 +40,15 @@ struct State {
 
 fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| Pool {
-        state: Mutex::new(State { jobs: VecDeque::new(), idle: Vec::new(), started: 0 }),
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-    })
+    POOL.get_or_init(|| Pool { state: Mutex::new(State { jobs: VecDeque::new(), idle: Vec::new(), started: 0 }), threads: cores() })
+}
+
+impl Pool {
+    /// The state; nothing panics while holding it (jobs run outside it), so a poisoned lock
+    /// still holds a consistent state.
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Runs `decode` on a decoding thread; the future gives its result (and raises its panic).
@@ -52,7 +58,7 @@ pub(crate) fn on_decode_thread<R: Send + 'static>(decode: impl FnOnce() -> R + S
         let _ = sender.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)));
     });
     let pool = pool();
-    let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut state = pool.state();
     state.jobs.push_back(job);
     if let Some(thread) = state.idle.pop() {
         drop(state);
@@ -63,7 +69,7 @@ pub(crate) fn on_decode_thread<R: Send + 'static>(decode: impl FnOnce() -> R + S
         let spawned = std::thread::Builder::new().name("informer-decode".into()).spawn(move || work(pool));
         if spawned.is_err() {
             // The job stays queued for a running thread; with none, its future errs below.
-            let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = pool.state();
             state.started -= 1;
             if state.started == 0 {
                 state.jobs.clear();
@@ -78,7 +84,7 @@ fn work(pool: &'static Pool) {
     let me: ThreadId = std::thread::current().id();
     loop {
         let job = {
-            let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = pool.state();
             match state.jobs.pop_front() {
                 Some(job) => Some(job),
                 None => {

@@ -22,11 +22,15 @@ const MAX_DECODE_THREADS: usize = 4;
 /// it saves (≈0.3 ms of decoding a Pod's protobuf).
 pub(crate) const MIN_BYTES_PER_THREAD: usize = 32 << 10;
 
-/// Threads a decode may use: the cores this process may use, at most [`MAX_DECODE_THREADS`]
-/// (asked once: the answer reads cgroup files).
+/// The cores this process may use (asked once: the answer reads cgroup files).
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Threads a decode may use: the cores this process may use, at most [`MAX_DECODE_THREADS`].
 pub(crate) fn decode_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DECODE_THREADS))
+    cores().min(MAX_DECODE_THREADS)
 }
 
 /// Threads `encoded` objects are decoded on: one per [`MIN_BYTES_PER_THREAD`] bytes, within

@@ -35,9 +35,9 @@
 //!   bytes is decoded on one of the runtime's decoding threads (`decode_pool`), so the
 //!   async worker stays free for the connection and the pump while it decodes; at most
 //!   `decode_threads()` batches decode at once, and the next one gathers meanwhile, also
-//!   while the events of an earlier batch are being yielded. Fewer bytes wait for a free thread while another batch is on
-//!   its way, and are decoded in place when none is and nothing is left to yield (a
-//!   watch's single events, without a thread hand-over). Batches are yielded in wire
+//!   while the events of an earlier batch are being yielded. Fewer bytes wait for a free
+//!   thread while another batch is on its way, and are decoded in place when none is and
+//!   nothing is left to yield (a watch's single events, without a thread hand-over). Batches are yielded in wire
 //!   order; the stream waits for the pump only when it has nothing decoded to yield and no
 //!   batch decoding.
 //! - A batch's events are decoded into the largest emptied vector of a batch yielded before
