@@ -5,13 +5,6 @@
 //!   8 bytes (8 as an `Option` too), where an `Arc<str>` is 16 and its allocation 8 bytes
 //!   longer (it counts weak references as well).
 //! - The count is atomic, as in `Arc`; the allocation is freed with the last handle.
-//! - A string shared ([`ThinStr::share`]) while more than [`KEEP_AT`] handles held it is
-//!   kept for the process's life: its count is set to [`KEPT`] and never written again, so
-//!   sharing and dropping it only read its allocation. An interned label key or value held
-//!   by every object of a large cache is shared by the threads that decode objects and
-//!   dropped by those that free them; as a count, each of those writes takes the count's
-//!   cache line from the other core. A kept string is never freed. `clone` counts exactly
-//!   and never keeps: an object key's allocation goes with its last handle.
 //! - Equality, hashing and order are the business of the types built on it: an interned
 //!   string ([`crate::lean::Str`]) compares by address, an object key by its text.
 
@@ -27,16 +20,6 @@ struct Header {
 }
 
 const HEADER: usize = std::mem::size_of::<Header>();
-
-/// Handles past which a string is kept (see the module's invariants).
-const KEEP_AT: u32 = 1024;
-/// The count of a kept string. Any count from [`KEPT_FLOOR`] up is a kept string's: a
-/// clone or drop that read a count below it before the string was kept may still add or
-/// subtract one afterwards, and such strays (at most one per thread) never bring the count
-/// down to the floor.
-const KEPT: u32 = 0xC000_0000;
-/// The least count of a kept string.
-const KEPT_FLOOR: u32 = 0x8000_0000;
 
 fn layout(len: usize) -> Layout {
     Layout::from_size_align(HEADER + len, std::mem::align_of::<Header>()).expect("string length fits a Layout")
@@ -86,43 +69,17 @@ impl ThinStr {
         self.0.as_ptr().cast::<u8>()
     }
 
-    /// Whether this is the only handle to the allocation (never, for a kept string).
+    /// Whether this is the only handle to the allocation.
     pub(crate) fn is_only_reference(&self) -> bool {
         self.header().count.load(Ordering::Acquire) == 1
-    }
-
-    /// Whether the string is kept for the process's life.
-    #[cfg(test)]
-    fn is_kept(&self) -> bool {
-        self.header().count.load(Ordering::Relaxed) >= KEPT_FLOOR
-    }
-}
-
-impl ThinStr {
-    /// Another handle, as `clone`, but one that keeps the string (see the module's
-    /// invariants) once more than [`KEEP_AT`] handles held it.
-    #[inline]
-    pub(crate) fn share(&self) -> Self {
-        let count = &self.header().count;
-        // A kept string's count only ever reads as kept: no write is needed.
-        if count.load(Ordering::Relaxed) < KEPT_FLOOR {
-            // Past `KEEP_AT` a count grows by at most one per thread between its check and
-            // its store below, far from overflowing.
-            if count.fetch_add(1, Ordering::Relaxed) >= KEEP_AT {
-                count.store(KEPT, Ordering::Relaxed);
-            }
-        }
-        ThinStr(self.0)
     }
 }
 
 impl Clone for ThinStr {
-    #[inline]
     fn clone(&self) -> Self {
         let old = self.header().count.fetch_add(1, Ordering::Relaxed);
         if old > i32::MAX as u32 {
-            // As `Arc` does on overflow: continuing could free a string still in use (and
-            // an exact count stays below `KEPT_FLOOR`).
+            // As `Arc` does on overflow: continuing could free a string still in use.
             std::process::abort();
         }
         ThinStr(self.0)
@@ -130,11 +87,8 @@ impl Clone for ThinStr {
 }
 
 impl Drop for ThinStr {
-    #[inline]
     fn drop(&mut self) {
-        let count = &self.header().count;
-        // A count read as kept stays kept: this handle is not the last.
-        if count.load(Ordering::Relaxed) >= KEPT_FLOOR || count.fetch_sub(1, Ordering::Release) != 1 {
+        if self.header().count.fetch_sub(1, Ordering::Release) != 1 {
             return;
         }
         fence(Ordering::Acquire);
@@ -171,41 +125,5 @@ mod tests {
             }
         });
         assert!(shared.is_only_reference());
-    }
-
-    #[test]
-    fn a_string_shared_past_keep_at_handles_is_kept_and_never_freed() {
-        let s = ThinStr::new("team");
-        let mut handles: Vec<ThinStr> = (0..KEEP_AT - 1).map(|_| s.share()).collect();
-        assert!(!s.is_kept(), "{KEEP_AT} handles");
-        handles.push(s.share());
-        assert!(s.is_kept(), "{} handles", KEEP_AT + 1);
-        let kept = s.allocation();
-        drop(handles);
-        assert!(s.is_kept() && !s.is_only_reference(), "a kept string stays kept when its handles go");
-        let again = s.share();
-        assert_eq!((again.allocation(), again.as_str()), (kept, "team"));
-        // Clones and drops on several threads leave it kept (and readable).
-        std::thread::scope(|scope| {
-            for _ in 0..4 {
-                let h = s.share();
-                scope.spawn(move || {
-                    let many: Vec<ThinStr> = (0..10_000).map(|_| h.share()).collect();
-                    assert!(many.iter().all(|m| m.as_str() == "team"));
-                });
-            }
-        });
-        assert!(s.is_kept());
-        // Short of the bound, counting and freeing are exact.
-        let short = ThinStr::new("platform");
-        let handles: Vec<ThinStr> = (0..KEEP_AT - 1).map(|_| short.share()).collect();
-        drop(handles);
-        assert!(short.is_only_reference() && !short.is_kept());
-        // `clone` never keeps, however many handles there are.
-        let key = ThinStr::new("default/web-0");
-        let handles: Vec<ThinStr> = (0..4 * KEEP_AT).map(|_| key.clone()).collect();
-        assert!(!key.is_kept());
-        drop(handles);
-        assert!(key.is_only_reference());
     }
 }

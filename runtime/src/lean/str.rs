@@ -4,10 +4,7 @@
 //! [`super::RawJson`]'s texts) a table of its own whose `Str`s are never compared with
 //! these — so equal strings of one table share one allocation and compare and hash by
 //! address. The allocation (a [`ThinStr`]) is freed when the last `Str` (the table's
-//! included) is dropped — unless a `Str` was cloned while more than 1,024 held it: then it
-//! is kept for the process's life, and cloning and dropping it write nothing (see
-//! [`ThinStr`]'s invariants), since label keys and values every object of a large cache
-//! holds are cloned on the decoding threads and dropped on others.
+//! included) is dropped.
 //!
 //! Each thread also keeps the short strings (at most [`RECENT_MAX_LEN`] bytes) of the
 //! process-wide table it interned last, one per slot of [`RECENT_SLOTS`] chosen by a hash
@@ -73,16 +70,8 @@ fn intern_global<'b, E>(bytes: &'b [u8], check: impl FnOnce(&'b [u8]) -> Result<
 
 /// An interned string: one pointer (8 bytes, 8 with `Option`), to a count, a length and
 /// the text, stored once per distinct value.
+#[derive(Clone)]
 pub struct Str(ThinStr);
-
-impl Clone for Str {
-    /// Another handle to the same allocation; one held by many objects stops being counted
-    /// (see the module's doc).
-    #[inline]
-    fn clone(&self) -> Self {
-        Str(self.0.share())
-    }
-}
 
 impl Str {
     /// The interned `s`; allocates only for a string not held yet.
