@@ -51,11 +51,32 @@ build() {
     echo "$bin"
 }
 
-# Prints $1 distinct free ports (all bound at once before any is released).
+# Prints $1 distinct ports free on 127.0.0.1 (all bound at once before any is released),
+# below the kernel's ephemeral range when it starts above 11000, so that no outgoing
+# connection of etcd or kube-apiserver can take one before its server binds it (as in
+# tests/src/e2e.rs).
 free_ports() {
-    python3 -c 'import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks: s.bind(("127.0.0.1", 0))
+    python3 -c 'import random, socket, sys
+n = int(sys.argv[1])
+try:
+    end = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    end = 0
+socks = []
+if end > 11000:
+    for port in random.sample(range(10000, end), end - 10000):
+        if len(socks) == n:
+            break
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            socks.append(s)
+        except OSError:
+            s.close()
+while len(socks) < n:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
 

@@ -144,11 +144,48 @@ fn free_port() -> u16 {
     free_ports::<1>()[0]
 }
 
-/// `N` distinct free ports: all are bound at once before any is released (ports picked one
-/// by one can repeat while the server given the first has not bound it yet).
+/// The lowest port a server of these tests listens on when ports are picked below the
+/// kernel's ephemeral range.
+const LISTEN_PORTS_FROM: u16 = 10_000;
+
+/// The first port of the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), from
+/// which outgoing connections and `bind(0)` take their local ports.
+fn ephemeral_ports_from() -> Option<u16> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    range.split_whitespace().next()?.parse().ok()
+}
+
+/// `N` distinct ports that were free when picked, for servers to listen on.
+///
+/// Invariants:
+/// - When the ephemeral range starts above `LISTEN_PORTS_FROM + 1000`, every port is below
+///   it: no outgoing connection (etcd and kube-apiserver open many to each other and to
+///   themselves while starting) can take a port between its pick and the server's bind,
+///   which a port from `bind(0)` allows.
+/// - No port is handed out twice by one process; each was bindable on 127.0.0.1 at its pick.
+/// - Otherwise (no `/proc`, or a range starting low) the ports come from `bind(0)`, all held
+///   at once before any is released, so they are distinct.
 fn free_ports<const N: usize>() -> [u16; N] {
-    let listeners: [TcpListener; N] = std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").unwrap());
-    listeners.map(|l| l.local_addr().unwrap().port())
+    static NEXT: std::sync::Mutex<Option<u16>> = std::sync::Mutex::new(None);
+    let Some(end) = ephemeral_ports_from().filter(|&e| e > LISTEN_PORTS_FROM + 1000) else {
+        let listeners: [TcpListener; N] = std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").unwrap());
+        return listeners.map(|l| l.local_addr().unwrap().port());
+    };
+    let span = u32::from(end - LISTEN_PORTS_FROM);
+    let mut next = NEXT.lock().unwrap_or_else(|e| e.into_inner());
+    // Test binaries of one run start apart in the span, so they rarely probe the same ports.
+    let mut port = next.unwrap_or_else(|| LISTEN_PORTS_FROM + (std::process::id().wrapping_mul(7919) % span) as u16);
+    let mut tried = 0;
+    std::array::from_fn(|_| loop {
+        assert!(tried < span, "no free port on 127.0.0.1 from {LISTEN_PORTS_FROM} to {end}");
+        let candidate = port;
+        port = if port + 1 >= end { LISTEN_PORTS_FROM } else { port + 1 };
+        tried += 1;
+        *next = Some(port);
+        if TcpListener::bind(("127.0.0.1", candidate)).is_ok() {
+            break candidate;
+        }
+    })
 }
 
 impl Cluster {
@@ -633,3 +670,27 @@ pub async fn install_crds(client: &Client, files: &[&str]) {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_distinct_bindable_and_below_the_ephemeral_range() {
+        let ports: Vec<u16> = (0..40).flat_map(|_| free_ports::<3>()).chain((0..10).map(|_| free_port())).collect();
+        let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "a port was handed out twice: {ports:?}");
+        match ephemeral_ports_from().filter(|&e| e > LISTEN_PORTS_FROM + 1000) {
+            Some(end) => assert!(
+                ports.iter().all(|&p| (LISTEN_PORTS_FROM..end).contains(&p)),
+                "ports outside {LISTEN_PORTS_FROM}..{end}: {ports:?}"
+            ),
+            None => say("free_ports: no ephemeral range above 11000 here, so the ports came from bind(0)"),
+        }
+        // All at once: each is still free, and none is another's.
+        let _held: Vec<TcpListener> = ports
+            .iter()
+            .map(|&p| TcpListener::bind(("127.0.0.1", p)).unwrap_or_else(|e| panic!("port {p} handed out but not bindable: {e}")))
+            .collect();
+    }
+}
