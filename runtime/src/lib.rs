@@ -34,6 +34,8 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(test)]
+mod alloc_count;
 mod backoff;
 mod client;
 pub mod codegen;

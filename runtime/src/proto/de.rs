@@ -546,4 +546,29 @@ mod tests {
             Lists { names: Hinted(Some(3), 3), ports: Hinted(Some(3), 3), labels: Hinted(Some(2), 2), after: "x".into(), sizes: Hinted(Some(2), 2) }
         );
     }
+
+    /// [`Lists`] without its owned string, so that decoding it allocates nothing itself.
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Tail {
+        names: Option<Hinted>,
+        labels: Option<Hinted>,
+        sizes: Option<Hinted>,
+    }
+
+    #[test]
+    fn lists_and_maps_read_to_the_end_of_their_message_allocate_nothing() {
+        let map = [0x1a, 8, 0x0a, 2, b'k', b'1', 0x12, 2, b'v', b'1', 0x1a, 8, 0x0a, 2, b'k', b'2', 0x12, 2, b'v', b'2'];
+        let cases: [(&[u8], Tail); 3] = [
+            (&map, Tail { names: None, labels: Some(Hinted(Some(2), 2)), sizes: None }),
+            (&[0x0a, 1, b'a', 0x0a, 1, b'b'], Tail { names: Some(Hinted(Some(2), 2)), labels: None, sizes: None }),
+            (&[0x28, 1, 0x28, 2], Tail { names: None, labels: None, sizes: Some(Hinted(Some(2), 2)) }),
+        ];
+        for (bytes, want) in cases {
+            let (tail, allocations) = crate::alloc_count::allocations_of(|| {
+                Tail::deserialize(MessageDeserializer { message: &LISTS, bytes, type_meta: None }).unwrap()
+            });
+            assert_eq!(tail, want);
+            assert_eq!(allocations, 0, "{want:?}");
+        }
+    }
 }

@@ -39,15 +39,9 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn varint(&mut self) -> Result<u64, ProtoError> {
-        let mut value = 0u64;
-        for (i, &b) in self.buf.iter().enumerate().take(10) {
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b < 0x80 {
-                self.buf = &self.buf[i + 1..];
-                return Ok(value);
-            }
-        }
-        Err(ProtoError::new("truncated or overlong varint"))
+        let (value, len) = front_varint(self.buf).ok_or_else(|| ProtoError::new("truncated or overlong varint"))?;
+        self.buf = &self.buf[len..];
+        Ok(value)
     }
 
     /// The varints left in a packed run being read (each ends at a byte without the
@@ -59,13 +53,14 @@ impl<'a> Reader<'a> {
     /// The next field's number and wire type.
     pub(crate) fn key(&mut self) -> Result<(u32, u8), ProtoError> {
         let key = self.varint()?;
-        let number = u32::try_from(key >> 3).map_err(|_| ProtoError::new("field number out of range"))?;
-        Ok((number, (key & 7) as u8))
+        split_key(key).ok_or_else(|| ProtoError::new("field number out of range"))
     }
 
-    /// The key of the next field without consuming it.
+    /// The key of the next field without consuming it; `None` at the end and before a
+    /// malformed key. It builds no error: every list and map read asks it past its last
+    /// element, most often at the end of its message.
     pub(crate) fn peek_key(&self) -> Option<(u32, u8)> {
-        self.clone().key().ok()
+        front_varint(self.buf).and_then(|(key, _)| split_key(key))
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], ProtoError> {
@@ -101,6 +96,24 @@ impl<'a> Reader<'a> {
         }
         Ok(())
     }
+}
+
+/// The varint `buf` starts with and its length in bytes; `None` when `buf` ends within it
+/// or it runs past ten bytes.
+fn front_varint(buf: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in buf.iter().enumerate().take(10) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// A key's field number and wire type; `None` for a number past `u32`.
+fn split_key(key: u64) -> Option<(u32, u8)> {
+    Some((u32::try_from(key >> 3).ok()?, (key & 7) as u8))
 }
 
 /// Where the field at the front of some bytes lies: its number and wire type, the bytes of
@@ -213,6 +226,22 @@ mod tests {
         }
         assert!(field_span(&[0x0b]).is_err(), "wire type 3");
         assert!(field_span(&[0x80; 10]).is_err(), "overlong key");
+    }
+
+    #[test]
+    fn peeking_past_the_end_or_at_a_malformed_key_finds_none_and_allocates_nothing() {
+        let ((), allocations) = crate::alloc_count::allocations_of(|| {
+            assert_eq!(Reader::new(&[]).peek_key(), None, "end");
+            assert_eq!(Reader::new(&[0x80]).peek_key(), None, "cut short");
+            assert_eq!(Reader::new(&[0x80; 11]).peek_key(), None, "overlong");
+            // A number past u32: key 2^35 (field 2^32, wire type 0).
+            assert_eq!(Reader::new(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).peek_key(), None, "number out of range");
+            assert_eq!(Reader::new(&[0x12, 0x00]).peek_key(), Some((2, LEN)));
+        });
+        assert_eq!(allocations, 0);
+        // Read, not peeked, the same keys are errors.
+        assert!(Reader::new(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).key().unwrap_err().to_string().contains("out of range"));
+        assert!(Reader::new(&[0x80; 11]).key().unwrap_err().to_string().contains("overlong"));
     }
 
     #[test]
