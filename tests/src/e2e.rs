@@ -670,6 +670,7 @@ pub async fn install_crds(client: &Client, files: &[&str]) {
     }
 }
 
+
 #[cfg(test)]
 mod tests {
     use super::*;
