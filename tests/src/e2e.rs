@@ -670,7 +670,6 @@ pub async fn install_crds(client: &Client, files: &[&str]) {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,8 +52,7 @@ impl<'a> Reader<'a> {
 
     /// The next field's number and wire type.
     pub(crate) fn key(&mut self) -> Result<(u32, u8), ProtoError> {
-        let key = self.varint()?;
-        split_key(key).ok_or_else(|| ProtoError::new("field number out of range"))
+        checked_key(self.varint()?)
     }
 
     /// The key of the next field without consuming it; `None` at the end and before a
@@ -116,6 +115,11 @@ fn split_key(key: u64) -> Option<(u32, u8)> {
     Some((u32::try_from(key >> 3).ok()?, (key & 7) as u8))
 }
 
+/// As [`split_key`], with the error a key read off the wire fails with.
+fn checked_key(key: u64) -> Result<(u32, u8), ProtoError> {
+    split_key(key).ok_or_else(|| ProtoError::new("field number out of range"))
+}
+
 /// Where the field at the front of some bytes lies: its number and wire type, the bytes of
 /// its key (and length, for a length-delimited field), and the bytes of its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,29 +141,26 @@ impl FieldSpan {
 /// not have arrived); `Ok(None)` while `buf` ends within its key or length (or, for a varint
 /// field, within its value).
 pub(crate) fn field_span(buf: &[u8]) -> Result<Option<FieldSpan>, ProtoError> {
-    /// Bytes of the varint `buf` starts with, `None` if `buf` ends within it.
-    fn varint_len(buf: &[u8]) -> Result<Option<usize>, ProtoError> {
-        match buf.iter().take(10).position(|&b| b < 0x80) {
-            Some(last) => Ok(Some(last + 1)),
+    /// The varint `buf` starts with and its length, `None` if `buf` ends within it.
+    fn arrived_varint(buf: &[u8]) -> Result<Option<(u64, usize)>, ProtoError> {
+        match front_varint(buf) {
+            Some(varint) => Ok(Some(varint)),
             None if buf.len() < 10 => Ok(None),
             None => Err(ProtoError::new("truncated or overlong varint")),
         }
     }
-    let Some(key_len) = varint_len(buf)? else { return Ok(None) };
-    let (number, wire_type) = Reader::new(&buf[..key_len]).key()?;
+    let Some((key, key_len)) = arrived_varint(buf)? else { return Ok(None) };
+    let (number, wire_type) = checked_key(key)?;
     let rest = &buf[key_len..];
     let (header, value) = match wire_type {
-        VARINT => match varint_len(rest)? {
-            Some(n) => (key_len, n),
+        VARINT => match arrived_varint(rest)? {
+            Some((_, n)) => (key_len, n),
             None => return Ok(None),
         },
         FIXED64 => (key_len, 8),
         FIXED32 => (key_len, 4),
-        LEN => match varint_len(rest)? {
-            Some(n) => {
-                let len = Reader::new(&rest[..n]).varint()?;
-                (key_len + n, usize::try_from(len).map_err(|_| ProtoError::new("length out of range"))?)
-            }
+        LEN => match arrived_varint(rest)? {
+            Some((len, n)) => (key_len + n, usize::try_from(len).map_err(|_| ProtoError::new("length out of range"))?),
             None => return Ok(None),
         },
         other => return Err(ProtoError::new(format!("unsupported wire type {other}"))),
