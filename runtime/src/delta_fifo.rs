@@ -17,12 +17,13 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::delta::{Delta, DeltaType};
+use crate::deltas::Deltas;
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
 use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, reuse_unchanged, unlisted_survivor, watched_deltas};
 
 struct State<K> {
-    items: FastMap<ObjectKey, Vec<Delta<K>>>,
+    items: FastMap<ObjectKey, Deltas<K>>,
     order: VecDeque<ObjectKey>,
     population: Population,
     closed: bool,
@@ -87,7 +88,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     }
 }
 
-fn dedup_deletions<K>(list: &mut Vec<Delta<K>>) {
+fn dedup_deletions<K>(list: &mut Deltas<K>) {
     let n = list.len();
     if n < 2 {
         return;

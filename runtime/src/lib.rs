@@ -42,6 +42,7 @@ pub mod codegen;
 mod decode_pool;
 mod delta;
 mod delta_fifo;
+mod deltas;
 mod error;
 mod factory;
 mod generic;
@@ -81,6 +82,7 @@ pub use backoff::{Backoff, BackoffConfig};
 pub use client::{HTTP1_READ_BUFFER_MAX, informer_client};
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaObject, DeltaType};
 pub use delta_fifo::DeltaFifo;
+pub use deltas::{Deltas, DeltasIntoIter};
 pub use error::{ApiStatus, Error, NotFound};
 pub use factory::{
     FactoryOptions, InformerScope, WireFormat, MetaTransformFn, SharedInformerFactory, TweakFn, strip_managed_fields_meta,

@@ -41,6 +41,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::delta::{Delta, DeltaType};
+use crate::deltas::Deltas;
 use crate::key::{KeySet, ObjectKey};
 
 /// A batch of deltas handed to the informer by one pop.
@@ -48,7 +49,7 @@ use crate::key::{KeySet, ObjectKey};
 pub struct Popped<K> {
     /// The deltas, oldest first. One key per batch for the DeltaFIFO; one delta for the
     /// in-order FIFO.
-    pub deltas: Vec<Delta<K>>,
+    pub deltas: Deltas<K>,
     /// True while the queue had not yet synced when this batch was popped.
     pub is_in_initial_list: bool,
 }

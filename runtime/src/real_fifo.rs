@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::delta::{Delta, DeltaType};
+use crate::deltas::Deltas;
 use crate::indexer::Indexer;
 use crate::key::{FastMap, KeySet, ObjectKey};
 use crate::queue::{Backlog, Drains, Popped, Population, Queue, key_or_warn, pop_locked, reuse_unchanged, unlisted_survivor, watched_deltas};
@@ -167,7 +168,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
         let take = |st: &mut State<K>| {
             let delta = st.items.pop_front()?;
             st.items.release_drained();
-            Some(Popped { deltas: vec![delta], is_in_initial_list: st.population.on_pop() })
+            Some(Popped { deltas: Deltas::one(delta), is_in_initial_list: st.population.on_pop() })
         };
         pop_locked(&self.notify, &self.drains, &self.state, |st| st.closed, take, apply).await
     }
