@@ -240,7 +240,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
 mod tests {
     use super::*;
     use crate::queue::DRAINED_CAPACITY;
-    use crate::queue::test_support::{cm, regrows_in_order, reuses_unchanged};
+    use crate::queue::test_support::{cm, pops_allocate_nothing, regrows_in_order, reuses_unchanged};
     use k8s_openapi::api::core::v1::ConfigMap;
 
     /// A list's backlog (keys in order, delta lists by key) is given back once popped.
@@ -270,5 +270,10 @@ mod tests {
     fn a_relisted_object_the_store_holds_unchanged_is_swapped_for_the_held_one() {
         let known = Arc::new(Indexer::new());
         reuses_unchanged(&DeltaFifo::new(known.clone()), &known);
+    }
+
+    #[test]
+    fn a_pop_hands_over_its_key_s_delta_without_an_allocation() {
+        pops_allocate_nothing(&DeltaFifo::new(Arc::new(Indexer::new())));
     }
 }

@@ -204,6 +204,20 @@ pub(crate) mod test_support {
         }
     }
 
+    /// Queues three relisted ConfigMaps, one delta each, and pops them: each pop hands over
+    /// its one delta and allocates nothing on the popping thread.
+    pub(crate) fn pops_allocate_nothing(q: &impl Queue<ConfigMap>) {
+        q.replace_items((0..3).map(cm).collect());
+        // The executor's first use on a thread allocates its wake-up handle.
+        futures::executor::block_on(async {});
+        for i in 0..3 {
+            let pop = || futures::executor::block_on(q.pop(|p| p.deltas.len()));
+            let (popped, allocations) = crate::alloc_count::allocations_of(pop);
+            assert_eq!(popped, Some(1), "pop {i}");
+            assert_eq!(allocations, 0, "pop {i}");
+        }
+    }
+
     /// Queues `n` relisted ConfigMaps in a drained queue, pops them all and checks that each
     /// came out once, in order: a queue grows again after giving back its backlog.
     pub(crate) async fn regrows_in_order(q: &impl Queue<ConfigMap>, n: usize) {

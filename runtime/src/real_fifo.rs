@@ -203,7 +203,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for InOrderFifo<K> {
 mod tests {
     use super::*;
     use crate::queue::DRAINED_CAPACITY;
-    use crate::queue::test_support::{cm, regrows_in_order, reuses_unchanged};
+    use crate::queue::test_support::{cm, pops_allocate_nothing, regrows_in_order, reuses_unchanged};
 
     /// A list's backlog is given back once popped, and only once the queue is empty.
     #[tokio::test]
@@ -226,5 +226,10 @@ mod tests {
     fn a_relisted_object_the_store_holds_unchanged_is_swapped_for_the_held_one() {
         let known = Arc::new(Indexer::new());
         reuses_unchanged(&InOrderFifo::new(known.clone()), &known);
+    }
+
+    #[test]
+    fn a_pop_hands_over_its_delta_without_an_allocation() {
+        pops_allocate_nothing(&InOrderFifo::new(Arc::new(Indexer::new())));
     }
 }
