@@ -38,24 +38,23 @@ impl<K> Deltas<K> {
 
     /// Appends `delta` as the newest.
     pub fn push(&mut self, delta: Delta<K>) {
-        match &mut self.0 {
-            Repr::Many(list) => list.push(delta),
-            Repr::Empty => self.0 = Repr::One(delta),
-            Repr::One(_) => {
-                let Repr::One(first) = std::mem::replace(&mut self.0, Repr::Empty) else { unreachable!() };
-                self.0 = Repr::Many(vec![first, delta]);
+        self.0 = match std::mem::replace(&mut self.0, Repr::Empty) {
+            Repr::Empty => Repr::One(delta),
+            Repr::One(first) => Repr::Many(vec![first, delta]),
+            Repr::Many(mut list) => {
+                list.push(delta);
+                Repr::Many(list)
             }
-        }
+        };
     }
 
     /// Removes and returns the newest delta.
     pub fn pop(&mut self) -> Option<Delta<K>> {
         match &mut self.0 {
             Repr::Many(list) => list.pop(),
-            Repr::Empty => None,
-            Repr::One(_) => match std::mem::replace(&mut self.0, Repr::Empty) {
+            _ => match std::mem::replace(&mut self.0, Repr::Empty) {
                 Repr::One(delta) => Some(delta),
-                _ => unreachable!(),
+                _ => None,
             },
         }
     }
