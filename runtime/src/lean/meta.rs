@@ -2,8 +2,8 @@
 //! `kube::Resource::meta()` gives name, namespace, uid and resource version, and every
 //! `kube` API keeps working) with the maps and lists — `labels`, `annotations`,
 //! `managedFields`, `ownerReferences` — held apart in lean form. Two labels in `ObjectMeta`
-//! cost a 536-byte B-tree node and four strings; here, one 32-byte slice of interned
-//! strings.
+//! cost a 536-byte B-tree node and four strings; here, four pointers to interned strings
+//! held in the map itself (see [`Map`]).
 //!
 //! Invariants: after decoding, `object_meta.labels`, `.managed_fields`, `.annotations` and
 //! `.owner_references` are `None`; the values are in the same-named fields of `LeanMeta`
