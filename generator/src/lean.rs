@@ -6,7 +6,7 @@
 //! - `string` → `Str` (interned); `Time`, `MicroTime` and `Quantity` too, kept as sent;
 //! - `integer` → `i32` (`format: int32`) or `i64`; `number` → `serde_json::Number`;
 //!   `boolean` → `bool`; `array` → `Box<[item]>`; `object` with `additionalProperties` →
-//!   `Map<value>`; other free-form objects (`FieldsV1`, `RawExtension`, `JSON`) → `RawJson`;
+//!   `Map<value>` (`InlineMap<value>` among a root's own fields); other free-form objects (`FieldsV1`, `RawExtension`, `JSON`) → `RawJson`;
 //!   `IntOrString` → the runtime's lean `IntOrString`;
 //! - a definition with properties → a struct, referred to as `Shared<T>` (hash-consed:
 //!   equal sub-objects anywhere in the cache are stored once); recursion is fine since
@@ -343,7 +343,10 @@ impl<'a> LeanGen<'a> {
             Some("object") => match schema.get("additionalProperties") {
                 Some(ap) if ap.is_object() => {
                     let v = self.field_type(ap, from, file, &format!("{ptr}/additionalProperties"), owner)?;
-                    quote!(#lean::Map<#v>)
+                    // A root's own maps are decoded anew with every event: one or two
+                    // entries held in place cost no allocation there. Nested maps sit in
+                    // interned sub-objects, where the smaller boxed form is kept.
+                    if self.roots.contains_key(owner) { quote!(#lean::InlineMap<#v>) } else { quote!(#lean::Map<#v>) }
                 }
                 _ => quote!(#lean::RawJson),
             },

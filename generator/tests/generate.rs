@@ -226,6 +226,9 @@ fn lean_layout_output_and_errors() {
         // Time and Quantity are kept as sent; managedFields-style free-form JSON as RawJson.
         "pub start_time: ::std::option::Option<::informer_runtime::lean::Str>,",
         "pub requests: ::std::option::Option<::informer_runtime::lean::Map<::informer_runtime::lean::Str",
+        // A root's own maps hold one or two entries in place; nested ones are boxed slices.
+        "pub data: ::std::option::Option<::informer_runtime::lean::InlineMap<::informer_runtime::lean::Str",
+        "pub node_selector: ::std::option::Option<::informer_runtime::lean::Map<::informer_runtime::lean::Str",
         // Types of other modules are reached by relative paths.
         "::informer_runtime::lean::Shared<super::super::super::apimachinery::pkg::apis::meta::v1::LabelSelector",
         // The informer of a lean resource caches the lean type; others keep k8s-openapi.

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kube_core::{Expression, Resource, Selector};
 
-use crate::lean::{Map, Str};
+use crate::lean::{InlineMap, Str};
 
 /// The labels of one object, wherever its type keeps them.
 #[derive(Clone, Copy, Debug)]
@@ -24,7 +24,7 @@ pub enum Labels<'a> {
     /// k8s-openapi's `ObjectMeta::labels`.
     Map(&'a BTreeMap<String, String>),
     /// A lean root's labels.
-    Lean(&'a Map<Str>),
+    Lean(&'a InlineMap<Str>),
 }
 
 impl<'a> Labels<'a> {
@@ -115,7 +115,7 @@ mod tests {
     use super::*;
     use crate::selector::parse_label_selector;
 
-    fn both(pairs: &[(&str, &str)]) -> (BTreeMap<String, String>, Map<Str>) {
+    fn both(pairs: &[(&str, &str)]) -> (BTreeMap<String, String>, InlineMap<Str>) {
         let btree = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let lean = pairs.iter().map(|(k, v)| (Str::new(k), Str::new(v))).collect();
         (btree, lean)

@@ -3,7 +3,7 @@
 //! `kube` API keeps working) with the maps and lists — `labels`, `annotations`,
 //! `managedFields`, `ownerReferences` — held apart in lean form. Two labels in `ObjectMeta`
 //! cost a 536-byte B-tree node and four strings; here, four pointers to interned strings
-//! held in the map itself (see [`Map`]).
+//! held in the map itself (see [`InlineMap`]).
 //!
 //! Invariants: after decoding, `object_meta.labels`, `.managed_fields`, `.annotations` and
 //! `.owner_references` are `None`; the values are in the same-named fields of `LeanMeta`
@@ -24,7 +24,7 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{InternTable, Interned, Map, RawJson, Shared, Str};
+use super::{InlineMap, InternTable, Interned, RawJson, Shared, Str};
 use crate::labels::Labels;
 
 /// One `managedFields` entry, lean.
@@ -93,11 +93,11 @@ pub struct LeanMeta {
     /// Everything but the fields below (whose fields here are always `None`).
     pub object_meta: ObjectMeta,
     /// `labels`.
-    pub labels: Option<Map<Str>>,
+    pub labels: Option<InlineMap<Str>>,
     /// `managedFields`.
     pub managed_fields: Option<Box<[ManagedFieldsEntry]>>,
     /// `annotations`.
-    pub annotations: Option<Map<Str>>,
+    pub annotations: Option<InlineMap<Str>>,
     /// `ownerReferences`.
     pub owner_references: Option<Box<[Shared<OwnerReference>]>>,
 }
@@ -122,8 +122,8 @@ impl LeanMeta {
     /// informer's transform instead.
     pub fn apply_object_meta_transform(&mut self, transform: impl FnOnce(&mut ObjectMeta)) {
         let m = &mut self.object_meta;
-        let to_btree = |lean: Map<Str>| Labels::Lean(&lean).to_btree_map();
-        let from_btree = |set: BTreeMap<String, String>| -> Map<Str> { set.iter().map(|(k, v)| (Str::new(k), Str::new(v))).collect() };
+        let to_btree = |lean: InlineMap<Str>| Labels::Lean(&lean).to_btree_map();
+        let from_btree = |set: BTreeMap<String, String>| -> InlineMap<Str> { set.iter().map(|(k, v)| (Str::new(k), Str::new(v))).collect() };
         if let Some(lean) = self.labels.take() {
             m.labels = Some(to_btree(lean));
         }

@@ -24,7 +24,7 @@ mod str;
 
 pub use int_or_string::IntOrString;
 pub use intern::{Held, InternTable, Interned, Shared, Table, TableStats};
-pub use map::Map;
+pub use map::{INLINE_ENTRIES, InlineMap, Map};
 pub use meta::{LeanMeta, LeanRoot, ManagedFieldsEntry, OwnerReference, lean_labels};
 pub use partial_object_meta::{LeanPartialObjectMeta, PARTIAL_OBJECT_METADATA_API_VERSION, PARTIAL_OBJECT_METADATA_KIND};
 pub use raw_json::RawJson;
