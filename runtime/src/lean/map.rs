@@ -23,6 +23,9 @@ use super::Str;
 /// Entries an [`InlineMap`] holds in itself; from one more on they are in a boxed slice.
 pub const INLINE_ENTRIES: usize = 2;
 
+// `Inline::Two` and `Gather`'s `first` and `second` are the places of those entries.
+const _: () = assert!(INLINE_ENTRIES == 2, "InlineMap's in-place forms hold two entries");
+
 /// A string-keyed map stored as one boxed slice of pairs.
 #[derive(Clone)]
 pub struct Map<V>(Box<[(Str, V)]>);
@@ -44,6 +47,15 @@ impl<V> Map<V> {
     fn entries(&self) -> &[(Str, V)] {
         &self.0
     }
+
+    /// A builder for this form, for `expected` entries.
+    fn gather(expected: usize) -> Gather<V> {
+        Gather::new(false, expected)
+    }
+
+    fn from_gathered(gathered: Gather<V>) -> Self {
+        gathered.into_map()
+    }
 }
 
 impl<V> InlineMap<V> {
@@ -54,6 +66,15 @@ impl<V> InlineMap<V> {
             Inline::Two(es) => es,
             Inline::Boxed(es) => es,
         }
+    }
+
+    /// A builder for this form, for `expected` entries.
+    fn gather(expected: usize) -> Gather<V> {
+        Gather::new(true, expected)
+    }
+
+    fn from_gathered(gathered: Gather<V>) -> Self {
+        gathered.into_inline_map()
     }
 }
 
@@ -123,7 +144,7 @@ impl<V> Gather<V> {
 
 /// What both forms share: reads, comparison, `Debug`, and serde both ways.
 macro_rules! map_api {
-    ($map:ident, $inline:literal, $finish:ident) => {
+    ($map:ident) => {
         impl<V> $map<V> {
             /// The value of `key`.
             pub fn get(&self, key: &str) -> Option<&V> {
@@ -164,11 +185,11 @@ macro_rules! map_api {
             /// Later entries replace earlier ones with the same key (as in a JSON object).
             fn from_iter<I: IntoIterator<Item = (Str, V)>>(iter: I) -> Self {
                 let iter = iter.into_iter();
-                let mut gathered = Gather::new($inline, iter.size_hint().0);
+                let mut gathered = Self::gather(iter.size_hint().0);
                 for (k, v) in iter {
                     gathered.push_or_replace(k, v);
                 }
-                gathered.$finish()
+                Self::from_gathered(gathered)
             }
         }
 
@@ -200,11 +221,11 @@ macro_rules! map_api {
                     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<$map<V>, A::Error> {
                         // A deserializer that knows the length (protobuf) sizes a boxed
                         // slice exactly.
-                        let mut gathered = Gather::new($inline, access.size_hint().unwrap_or(0));
+                        let mut gathered = $map::gather(access.size_hint().unwrap_or(0));
                         while let Some((k, v)) = access.next_entry::<Str, V>()? {
                             gathered.push_or_replace(k, v);
                         }
-                        Ok(gathered.$finish())
+                        Ok($map::from_gathered(gathered))
                     }
                 }
                 d.deserialize_map(MapVisitor(PhantomData))
@@ -213,8 +234,8 @@ macro_rules! map_api {
     };
 }
 
-map_api!(Map, false, into_map);
-map_api!(InlineMap, true, into_inline_map);
+map_api!(Map);
+map_api!(InlineMap);
 
 #[cfg(test)]
 mod tests {
