@@ -29,6 +29,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
+use crate::exact_json::VecSizing;
 use crate::generic::{ErasedInformer, GenericInformer, Gvr, ResourceRegistry};
 use crate::informer::{InformerOptions, SharedIndexInformer};
 use crate::kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
@@ -269,7 +270,7 @@ impl SharedInformerFactory {
         K::Scope: InformerScope,
     {
         self.informer_for_with(|f| {
-            let informer = f.new_typed_informer::<K>();
+            let informer = f.new_typed_informer::<K>(VecSizing::Exact);
             f.apply_meta_transform(&informer);
             informer
         })
@@ -284,20 +285,21 @@ impl SharedInformerFactory {
         K: LeanRoot + Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
         K::Scope: InformerScope,
     {
+        // Lean types box their slices at their lengths themselves.
         self.informer_for_with(|f| {
-            let informer = f.new_typed_informer::<K>();
+            let informer = f.new_typed_informer::<K>(VecSizing::Grown);
             f.set_up_lean_root(&informer);
             informer
         })
     }
 
-    fn new_typed_informer<K>(&self) -> SharedIndexInformer<K>
+    fn new_typed_informer<K>(&self, sizing: VecSizing) -> SharedIndexInformer<K>
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
         K::Scope: InformerScope,
     {
         let (api, options) = self.typed_api_and_options::<K>();
-        let mut lister_watcher = KubeListerWatcher::new(api);
+        let mut lister_watcher = KubeListerWatcher::new(api).with_sizing(sizing);
         if self.options.wire_format == WireFormat::Protobuf {
             let gvr = Gvr::new(&K::group(&()), &K::version(&()), &K::plural(&()));
             if let Some(message) = self.registry.protobuf(&gvr) {
@@ -344,7 +346,9 @@ impl SharedInformerFactory {
                 (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, resource),
                 _ => Api::all_with(self.client.clone(), resource),
             };
-            let informer = SharedIndexInformer::new(KubeListerWatcher::new(api), self.informer_options(gvr.to_string()));
+            // `serde_json::Value` ignores size hints: the scan would buy only metadata's `Vec`s.
+            let lister_watcher = KubeListerWatcher::new(api).with_sizing(VecSizing::Grown);
+            let informer = SharedIndexInformer::new(lister_watcher, self.informer_options(gvr.to_string()));
             self.apply_meta_transform(&informer);
             informer
         })

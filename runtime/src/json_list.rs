@@ -20,16 +20,18 @@
 //! Invariants: items keep wire order; an error names the first bad item (`items[i]`); a
 //! `null` or missing `items` is an empty page, an empty `continue` is no continue token;
 //! each item decodes as it would from its own JSON text (its type's own `Deserialize`); both
-//! ways give the same page or the same error.
+//! ways give the same page or the same error. Items' `Vec`s are sized as the caller's
+//! [`VecSizing`] says (`crate::exact_json`).
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use serde::de::{DeserializeOwned, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer as _};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::exact_json::{self, VecSizing};
 use crate::json_list_split::split;
 use crate::lister_watcher::ListPage;
 use crate::parallel::{concat, in_parts, threads_for, threads_for_bytes, try_concat};
@@ -55,7 +57,7 @@ pub(crate) struct RawListMeta {
 /// Decodes a JSON list response whose items are `K`s; the error says what and where.
 #[cfg(test)]
 pub(crate) fn decode_list<K: DeserializeOwned + Send + 'static>(bytes: &[u8]) -> Result<ListPage<K>, String> {
-    decode_list_on(bytes, None, MAX_PIECE_BYTES, None, |_| {})
+    decode_list_on(bytes, None, MAX_PIECE_BYTES, None, VecSizing::Exact, |_| {})
 }
 
 /// [`decode_list`], calling `on_continue` with the page's continue token (`None` on a
@@ -63,8 +65,8 @@ pub(crate) fn decode_list<K: DeserializeOwned + Send + 'static>(bytes: &[u8]) ->
 /// the metadata does not read, it is not called). Inside a tokio
 /// runtime, and on one of its blocking threads when the page is many bytes (as it must be
 /// then), the parts of a page cut without a scan decode on the runtime's blocking pool.
-pub(crate) fn decode_list_then<K: DeserializeOwned + Send + 'static>(bytes: &Bytes, on_continue: impl FnOnce(Option<&str>)) -> Result<ListPage<K>, String> {
-    decode_list_on(bytes, None, MAX_PIECE_BYTES, Some(bytes), on_continue)
+pub(crate) fn decode_list_then<K: DeserializeOwned + Send + 'static>(bytes: &Bytes, sizing: VecSizing, on_continue: impl FnOnce(Option<&str>)) -> Result<ListPage<K>, String> {
+    decode_list_on(bytes, None, MAX_PIECE_BYTES, Some(bytes), sizing, on_continue)
 }
 
 /// Most bytes of a page cut without a scan that one thread copies (and decodes) at once:
@@ -81,14 +83,15 @@ fn decode_list_on<K: DeserializeOwned + Send + 'static>(
     threads: Option<usize>,
     piece_bytes: usize,
     pooled: Option<&Bytes>,
+    sizing: VecSizing,
     on_continue: impl FnOnce(Option<&str>),
 ) -> Result<ListPage<K>, String> {
     let mut on_continue = Some(on_continue);
     let split_threads = threads.unwrap_or_else(|| threads_for_bytes(bytes.len()));
-    if let Some(page) = decode_split(bytes, split_threads, piece_bytes, pooled, &mut on_continue) {
+    if let Some(page) = decode_split(bytes, split_threads, piece_bytes, pooled, sizing, &mut on_continue) {
         return Ok(page);
     }
-    decode_scanned(bytes, threads, on_continue)
+    decode_scanned(bytes, threads, sizing, on_continue)
 }
 
 /// Pieces a page of `bytes` is cut into for `threads` threads: the same number for each
@@ -109,6 +112,7 @@ fn decode_split<K: DeserializeOwned + Send + 'static>(
     threads: usize,
     piece_bytes: usize,
     pooled: Option<&Bytes>,
+    sizing: VecSizing,
     on_continue: &mut Option<impl FnOnce(Option<&str>)>,
 ) -> Option<ListPage<K>> {
     let page = split(bytes, pieces_for(bytes.len(), threads, piece_bytes))?;
@@ -120,10 +124,10 @@ fn decode_split<K: DeserializeOwned + Send + 'static>(
     let per_thread = page.parts.len().div_ceil(threads.max(1)).max(1);
     let runs: Vec<&[&[u8]]> = page.parts.chunks(per_thread).collect();
     let decoded = match (pooled, runtime) {
-        (Some(owner), Some(runtime)) if runs.len() > 1 => on_blocking_pool(&runtime, owner, &runs),
+        (Some(owner), Some(runtime)) if runs.len() > 1 => on_blocking_pool(&runtime, owner, &runs, sizing),
         _ => in_parts(&runs, runs.len(), |_, runs| {
             runs.iter().try_fold(Vec::new(), |mut items, run| {
-                items.extend(decode_pieces::<K, _>(run)?);
+                items.extend(decode_pieces::<K, _>(run, sizing)?);
                 Some(items)
             })
         }),
@@ -145,7 +149,7 @@ fn decode_split<K: DeserializeOwned + Send + 'static>(
 /// thread takes the run and dropped once it is decoded, so a task that starts after this
 /// thread took its run does not keep the page's buffer from being reused. A run whose task
 /// was cancelled (the runtime shutting down) is `None`; a panic in one is raised here.
-fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runtime::Handle, owner: &Bytes, runs: &[&[&[u8]]]) -> Vec<Option<Vec<K>>> {
+fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runtime::Handle, owner: &Bytes, runs: &[&[&[u8]]], sizing: VecSizing) -> Vec<Option<Vec<K>>> {
     let helpers: Vec<_> = runs[1..]
         .iter()
         .map(|run| {
@@ -153,16 +157,16 @@ fn on_blocking_pool<K: DeserializeOwned + Send + 'static>(runtime: &tokio::runti
             let untaken = Arc::new(Mutex::new(Some(run)));
             let task = runtime.spawn_blocking({
                 let untaken = untaken.clone();
-                move || take(&untaken).map(|run| decode_pieces::<K, _>(&run))
+                move || take(&untaken).map(|run| decode_pieces::<K, _>(&run, sizing))
             });
             (untaken, task)
         })
         .collect();
     let mut decoded = Vec::with_capacity(runs.len());
-    decoded.push(decode_pieces(runs[0]));
+    decoded.push(decode_pieces(runs[0], sizing));
     for (untaken, task) in helpers {
         if let Some(run) = take(&untaken) {
-            decoded.push(decode_pieces(&run));
+            decoded.push(decode_pieces(&run, sizing));
             continue;
         }
         decoded.push(match futures::executor::block_on(task) {
@@ -182,7 +186,7 @@ fn take(untaken: &Mutex<Option<Vec<Bytes>>>) -> Option<Vec<Bytes>> {
 /// The items of `pieces` (each consecutive items of an array with the commas between
 /// them), or `None` unless, for each piece, `[`, the piece, `]` reads as one whole array of
 /// `K`s. The pieces are copied one after the other into one buffer.
-fn decode_pieces<K: DeserializeOwned, P: AsRef<[u8]>>(pieces: &[P]) -> Option<Vec<K>> {
+fn decode_pieces<K: DeserializeOwned, P: AsRef<[u8]>>(pieces: &[P], sizing: VecSizing) -> Option<Vec<K>> {
     let longest = pieces.iter().map(|p| p.as_ref().len()).max().unwrap_or(0);
     let mut array = Vec::with_capacity(longest + 2);
     let mut items = Vec::new();
@@ -191,7 +195,7 @@ fn decode_pieces<K: DeserializeOwned, P: AsRef<[u8]>>(pieces: &[P]) -> Option<Ve
         array.push(b'[');
         array.extend_from_slice(piece.as_ref());
         array.push(b']');
-        if !decode_array(&array, &mut items) {
+        if !decode_array(&array, &mut items, sizing) {
             return None;
         }
     }
@@ -200,15 +204,15 @@ fn decode_pieces<K: DeserializeOwned, P: AsRef<[u8]>>(pieces: &[P]) -> Option<Ve
 
 /// The page read the slow way: one scan for every item's text, then the texts decoded in
 /// parts; `on_continue`, if still there, is called between the two.
-fn decode_scanned<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, on_continue: Option<impl FnOnce(Option<&str>)>) -> Result<ListPage<K>, String> {
-    decode_scanned_from(bytes, 0, threads, on_continue)
+fn decode_scanned<K: DeserializeOwned + Send>(bytes: &[u8], threads: Option<usize>, sizing: VecSizing, on_continue: Option<impl FnOnce(Option<&str>)>) -> Result<ListPage<K>, String> {
+    decode_scanned_from(bytes, 0, threads, sizing, on_continue)
 }
 
 /// The items of a list response whose first item is the page's `items[first]` (the rest of
 /// a page whose earlier items are already decoded, behind `{"items":[`), read the slow way:
 /// an error names the first bad item by its place in the page.
-pub(crate) fn decode_rest<K: DeserializeOwned + Send>(bytes: &[u8], first: usize) -> Result<Vec<K>, String> {
-    decode_scanned_from(bytes, first, None, None::<fn(Option<&str>)>).map(|page| page.items)
+pub(crate) fn decode_rest<K: DeserializeOwned + Send>(bytes: &[u8], first: usize, sizing: VecSizing) -> Result<Vec<K>, String> {
+    decode_scanned_from(bytes, first, None, sizing, None::<fn(Option<&str>)>).map(|page| page.items)
 }
 
 /// [`decode_scanned`] of a list whose first item is the page's `items[first]`.
@@ -216,6 +220,7 @@ fn decode_scanned_from<K: DeserializeOwned + Send>(
     bytes: &[u8],
     first: usize,
     threads: Option<usize>,
+    sizing: VecSizing,
     on_continue: Option<impl FnOnce(Option<&str>)>,
 ) -> Result<ListPage<K>, String> {
     let list: RawList<'_> = serde_json::from_slice(bytes).map_err(|e| format!("list: {e}"))?;
@@ -227,7 +232,7 @@ fn decode_scanned_from<K: DeserializeOwned + Send>(
     let threads = threads.unwrap_or_else(|| threads_for(&texts));
     // Each part stops at its first bad item; parts come back in order, so the first error
     // met below is the page's first bad item.
-    let parts = in_parts(&texts, threads, |part, texts| decode_items(first + part, texts));
+    let parts = in_parts(&texts, threads, |part, texts| decode_items(first + part, texts, sizing));
     Ok(ListPage {
         items: try_concat(parts)?,
         resource_version: list.metadata.resource_version.unwrap_or_default(),
@@ -238,7 +243,7 @@ fn decode_scanned_from<K: DeserializeOwned + Send>(
 /// The items whose texts are `texts` (consecutive items of a page, the first of them
 /// `items[first]`), read as one JSON array; an error names the first bad item, with the
 /// error that item gives on its own.
-fn decode_items<K: DeserializeOwned>(first: usize, texts: &[&str]) -> Result<Vec<K>, String> {
+fn decode_items<K: DeserializeOwned>(first: usize, texts: &[&str], sizing: VecSizing) -> Result<Vec<K>, String> {
     let mut array = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum::<usize>() + 1);
     array.push('[');
     for (i, text) in texts.iter().enumerate() {
@@ -249,7 +254,7 @@ fn decode_items<K: DeserializeOwned>(first: usize, texts: &[&str]) -> Result<Vec
     }
     array.push(']');
     let mut items = Vec::with_capacity(texts.len());
-    let read = (&mut serde_json::Deserializer::from_str(&array)).deserialize_seq(ItemsInto(&mut items));
+    let read = exact_json::deserialize_seq(&mut serde_json::Deserializer::from_str(&array), array.as_bytes(), sizing, ItemsInto(&mut items));
     // The array holds exactly the texts, so a read that ends well read them all.
     if read.is_err() {
         // The items from the one the array stopped at on are decoded on their own: the
@@ -263,10 +268,11 @@ fn decode_items<K: DeserializeOwned>(first: usize, texts: &[&str]) -> Result<Vec
 }
 
 /// Appends the items of `array` (a whole JSON array of `K`s with nothing after it) to
-/// `items`; `false` when it does not read as one (`items` may then hold some of them).
-pub(crate) fn decode_array<K: DeserializeOwned>(array: &[u8], items: &mut Vec<K>) -> bool {
+/// `items`, their `Vec`s sized as `sizing` says; `false` when it does not read as one
+/// (`items` may then hold some of them).
+pub(crate) fn decode_array<K: DeserializeOwned>(array: &[u8], items: &mut Vec<K>, sizing: VecSizing) -> bool {
     let mut read = serde_json::Deserializer::from_slice(array);
-    (&mut read).deserialize_seq(ItemsInto(items)).is_ok() && read.end().is_ok()
+    exact_json::deserialize_seq(&mut read, array, sizing, ItemsInto(items)).is_ok() && read.end().is_ok()
 }
 
 /// Appends a sequence's elements to a Vec made ready for them.
@@ -280,6 +286,7 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for ItemsInto<'_, K> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.reserve(seq.size_hint().unwrap_or(0));
         while let Some(item) = seq.next_element()? {
             self.0.push(item);
         }
@@ -307,7 +314,7 @@ pub(crate) mod tests {
         let kube: kube_core::ObjectList<ConfigMap> = serde_json::from_slice(&bytes).unwrap();
         for threads in [1, 2, 4] {
             for piece_bytes in [MAX_PIECE_BYTES, 500, 1] {
-                let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads), piece_bytes, None, |_| {}).unwrap();
+                let page: ListPage<ConfigMap> = decode_list_on(&bytes, Some(threads), piece_bytes, None, VecSizing::Exact, |_| {}).unwrap();
                 assert_eq!(page.items, kube.items, "{threads} threads, pieces of {piece_bytes}");
                 assert_eq!(page.resource_version, "77");
                 assert_eq!(page.continue_token.as_deref(), Some("next"));
@@ -323,7 +330,7 @@ pub(crate) mod tests {
         let levels = (1..400).take_while(|&l| serde_json::from_str::<serde_json::Value>(&deep(l)).is_ok()).last().unwrap();
         assert!(serde_json::from_str::<Vec<serde_json::Value>>(&format!("[{}]", deep(levels))).is_err());
         let items = vec!["1".to_string(), deep(levels), "3".to_string()];
-        let page: ListPage<serde_json::Value> = decode_list_on(&list(&items, "{}"), Some(1), MAX_PIECE_BYTES, None, |_| {}).unwrap();
+        let page: ListPage<serde_json::Value> = decode_list_on(&list(&items, "{}"), Some(1), MAX_PIECE_BYTES, None, VecSizing::Exact, |_| {}).unwrap();
         let expected: Vec<serde_json::Value> = items.iter().map(|i| serde_json::from_str(i).unwrap()).collect();
         assert_eq!(page.items, expected);
     }
@@ -337,7 +344,7 @@ pub(crate) mod tests {
             assert_eq!(page.continue_token, None);
             // A last page is told as one: no token.
             let mut told = Vec::new();
-            decode_list_on::<ConfigMap>(bytes, Some(1), MAX_PIECE_BYTES, None, |token| told.push(token.map(str::to_string))).unwrap();
+            decode_list_on::<ConfigMap>(bytes, Some(1), MAX_PIECE_BYTES, None, VecSizing::Exact, |token| told.push(token.map(str::to_string))).unwrap();
             assert_eq!(told, [None]);
         }
     }
@@ -371,10 +378,10 @@ pub(crate) mod tests {
         pages.push(format!(r#"{{"metadata":{meta},"items":[{}],"x":[1]}}"#, plain.join(",")).into_bytes());
         pages.push(format!(r#"{{"metadata":{meta},"items":[{}]}}}}"#, plain.join(",")).into_bytes());
         for (n, bytes) in pages.iter().enumerate() {
-            let scanned = outcome(decode_scanned(bytes, Some(2), None::<fn(Option<&str>)>));
+            let scanned = outcome(decode_scanned(bytes, Some(2), VecSizing::Exact, None::<fn(Option<&str>)>));
             for (threads, piece_bytes) in [(1, MAX_PIECE_BYTES), (2, MAX_PIECE_BYTES), (3, MAX_PIECE_BYTES), (1, 300), (2, 300), (3, 1000)] {
                 let mut called = Vec::new();
-                let page = outcome(decode_list_on(bytes, Some(threads), piece_bytes, None, |token| called.push(token.map(str::to_string))));
+                let page = outcome(decode_list_on(bytes, Some(threads), piece_bytes, None, VecSizing::Exact, |token| called.push(token.map(str::to_string))));
                 assert_eq!(page, scanned, "page {n}, {threads} threads, pieces of {piece_bytes}");
                 if page.is_ok() {
                     assert_eq!(called, [Some("more".to_string())], "page {n}, {threads} threads, pieces of {piece_bytes}");
@@ -387,10 +394,10 @@ pub(crate) mod tests {
         let cut = split(&nested_page, 2).expect("laid out as the apiserver does");
         assert!(cut.parts[0].len() > with_nested[0].len() + 1 + with_nested[1].len() / 2);
         assert!(!with_nested.iter().any(|i| cut.parts[0].ends_with(i.as_bytes())), "the guessed cut is not between items");
-        assert!(decode_split::<serde_json::Value>(&nested_page, 2, MAX_PIECE_BYTES, None, &mut None::<fn(Option<&str>)>).is_none());
-        assert!(decode_split::<serde_json::Value>(&pages[0], 2, MAX_PIECE_BYTES, None, &mut None::<fn(Option<&str>)>).is_some(), "a plain page is cut");
+        assert!(decode_split::<serde_json::Value>(&nested_page, 2, MAX_PIECE_BYTES, None, VecSizing::Exact, &mut None::<fn(Option<&str>)>).is_none());
+        assert!(decode_split::<serde_json::Value>(&pages[0], 2, MAX_PIECE_BYTES, None, VecSizing::Exact, &mut None::<fn(Option<&str>)>).is_some(), "a plain page is cut");
         // Broken JSON inside an item breaks the page, as the scan reads it.
-        assert!(outcome(decode_list_on(&pages[2], Some(2), MAX_PIECE_BYTES, None, |_| {})).unwrap_err().starts_with("list: "));
+        assert!(outcome(decode_list_on(&pages[2], Some(2), MAX_PIECE_BYTES, None, VecSizing::Exact, |_| {})).unwrap_err().starts_with("list: "));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -405,12 +412,13 @@ pub(crate) mod tests {
         for items in [plain, with_nested, bad] {
             let bytes = Bytes::from(list(&items, r#"{"resourceVersion":"8","continue":"c"}"#));
             assert!(threads_for_bytes(bytes.len()) == 1 || split(&bytes, 2).is_some());
-            let expected = outcome(decode_scanned(&bytes, None, None::<fn(Option<&str>)>));
+            let expected = outcome(decode_scanned(&bytes, None, VecSizing::Exact, None::<fn(Option<&str>)>));
             let again = bytes.clone();
-            let pooled = tokio::task::spawn_blocking(move || outcome(decode_list_then(&bytes, |_| {}))).await.unwrap();
+            // Either sizing gives the same page.
+            let pooled = tokio::task::spawn_blocking(move || outcome(decode_list_then(&bytes, VecSizing::Grown, |_| {}))).await.unwrap();
             assert_eq!(pooled, expected);
             // Several pieces to each thread.
-            let in_pieces = tokio::task::spawn_blocking(move || outcome(decode_list_on(&again, Some(2), 4096, Some(&again), |_| {}))).await.unwrap();
+            let in_pieces = tokio::task::spawn_blocking(move || outcome(decode_list_on(&again, Some(2), 4096, Some(&again), VecSizing::Exact, |_| {}))).await.unwrap();
             assert_eq!(in_pieces, expected);
         }
     }
@@ -444,7 +452,7 @@ pub(crate) mod tests {
             .block_on(runtime.spawn_blocking(move || {
                 let parts = split(&owner, 4).expect("laid out as the apiserver does").parts;
                 assert_eq!(parts.len(), 4);
-                let decoded = on_blocking_pool(&tokio::runtime::Handle::current(), &owner, &[&parts[..2], &parts[2..]]);
+                let decoded = on_blocking_pool(&tokio::runtime::Handle::current(), &owner, &[&parts[..2], &parts[2..]], VecSizing::Exact);
                 (decoded, owner.try_into_mut().is_ok())
             }))
             .unwrap();
@@ -458,7 +466,7 @@ pub(crate) mod tests {
         items[25] = r#"{"metadata":{"name":7}}"#.into();
         items[35] = r#"{"metadata":{"name":8}}"#.into();
         for threads in [1, 4] {
-            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads), MAX_PIECE_BYTES, None, |_| {}).unwrap_err();
+            let err = decode_list_on::<ConfigMap>(&list(&items, "{}"), Some(threads), MAX_PIECE_BYTES, None, VecSizing::Exact, |_| {}).unwrap_err();
             assert!(err.starts_with("items[25]: "), "{threads} threads: {err}");
         }
         let err = decode_list::<ConfigMap>(br#"{"items":[{"metadata":{}}"#).unwrap_err();

@@ -37,6 +37,7 @@ use memchr::memmem;
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
+use crate::exact_json::VecSizing;
 use crate::json_list::{self, RawListMeta};
 use crate::json_list_split::{array_end_at_page_end, cut_finder, head_metadata, skip_whitespace};
 use crate::lister_watcher::PageInParts;
@@ -50,19 +51,20 @@ const MAX_HEAD_BYTES: usize = 64 << 10;
 /// Decodes the JSON list page whose body `chunks` yields, in pieces within `bounds`, calling
 /// `on_continue` with its continue token (`None` on a list's last page) as soon as the
 /// page's head is read; returns then, with the items to come in parts (see `page_parts`).
-pub(crate) async fn decode_page<K>(chunks: Chunks, bounds: PieceBounds, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
+/// The items' `Vec`s are sized as `sizing` says.
+pub(crate) async fn decode_page<K>(chunks: Chunks, bounds: PieceBounds, sizing: VecSizing, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<PageInParts<K>, Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
     read_on_own_task(move |mut out| async move {
-        let read = read_page(chunks, bounds, on_continue, &mut out).await;
+        let read = read_page(chunks, bounds, sizing, on_continue, &mut out).await;
         out.finish(read).await;
     })
     .await
 }
 
 /// Reads the page, handing its head and parts to `out`.
-async fn read_page<K>(mut chunks: Chunks, bounds: PieceBounds, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut PageOut<K>) -> Result<(), Error>
+async fn read_page<K>(mut chunks: Chunks, bounds: PieceBounds, sizing: VecSizing, on_continue: impl FnOnce(Option<&str>) + Send + 'static, out: &mut PageOut<K>) -> Result<(), Error>
 where
     K: DeserializeOwned + Send + 'static,
 {
@@ -80,14 +82,14 @@ where
         }
     };
     let Some((metadata, items_at)) = read else {
-        return read_whole(pending, chunks, out, move |bytes| json_list::decode_list_then(bytes, on_continue).map_err(Error::Decode)).await;
+        return read_whole(pending, chunks, out, move |bytes| json_list::decode_list_then(bytes, sizing, on_continue).map_err(Error::Decode)).await;
     };
     let continue_token = metadata.continue_.filter(|c| !c.is_empty());
     on_continue(continue_token.as_deref());
     out.head(metadata.resource_version.unwrap_or_default(), continue_token);
     // The items array's bytes from its `[` on.
     pending.drain(..items_at - 1);
-    Pieces::new(out, bounds).decode(pending, chunks).await
+    Pieces::new(out, bounds, sizing).decode(pending, chunks).await
 }
 
 /// What the bytes of a page read so far show of its head.
@@ -135,6 +137,7 @@ struct Pieces<'a, K> {
     handed_over: usize,
     in_flight: InFlight<Decoded<K>>,
     bounds: PieceBounds,
+    sizing: VecSizing,
 }
 
 /// What the body gave next, while pieces decoded.
@@ -153,8 +156,8 @@ struct Decoded<K> {
 }
 
 impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
-    fn new(out: &'a PageOut<K>, bounds: PieceBounds) -> Self {
-        Pieces { out, handed_over: 0, in_flight: InFlight::new(), bounds }
+    fn new(out: &'a PageOut<K>, bounds: PieceBounds, sizing: VecSizing) -> Self {
+        Pieces { out, handed_over: 0, in_flight: InFlight::new(), bounds, sizing }
     }
 
     /// Decodes the items array whose bytes start with `pending` (from its `[` on) and go on
@@ -225,13 +228,14 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
                 return Ok(Some(self.failed_from(failed, Some(array)).await?));
             }
         }
-        self.in_flight.start(move || decode_piece(array));
+        let sizing = self.sizing;
+        self.in_flight.start(move || decode_piece(array, sizing));
         Ok(None)
     }
 
     /// Decodes `array` on this thread, after the pieces before it.
     async fn decode_here(&mut self, array: Vec<u8>) -> Option<Vec<u8>> {
-        let decoded = decode_piece(array);
+        let decoded = decode_piece(array, self.sizing);
         match decoded.items {
             Some(items) => {
                 self.hand_over(items).await;
@@ -323,16 +327,17 @@ impl<'a, K: DeserializeOwned + Send + 'static> Pieces<'a, K> {
             rest.extend_from_slice(&chunk?);
         }
         let first = self.handed_over;
-        let decode = move || json_list::decode_rest::<K>(&rest, first).map_err(Error::Decode);
+        let sizing = self.sizing;
+        let decode = move || json_list::decode_rest::<K>(&rest, first, sizing).map_err(Error::Decode);
         let items = joined(tokio::task::spawn_blocking(decode).await, "list page")??;
         self.hand_over(items).await;
         Ok(())
     }
 }
 
-fn decode_piece<K: DeserializeOwned>(array: Vec<u8>) -> Decoded<K> {
+fn decode_piece<K: DeserializeOwned>(array: Vec<u8>, sizing: VecSizing) -> Decoded<K> {
     let mut items = Vec::new();
-    let read = json_list::decode_array(&array, &mut items);
+    let read = json_list::decode_array(&array, &mut items, sizing);
     Decoded { items: read.then_some(items), array }
 }
 
@@ -371,7 +376,7 @@ mod tests {
 
     /// The page decoded as its body arrives, its parts gathered.
     async fn gathered<K: DeserializeOwned + Send + 'static>(chunks: Chunks, piece_bytes: usize, on_continue: impl FnOnce(Option<&str>) + Send + 'static) -> Result<ListPage<K>, Error> {
-        decode_page(chunks, PieceBounds::fixed(piece_bytes), on_continue).await?.gathered().await
+        decode_page(chunks, PieceBounds::fixed(piece_bytes), VecSizing::Exact, on_continue).await?.gathered().await
     }
 
     /// The page decoded as its body arrives, and the tokens `on_continue` was told.
@@ -518,7 +523,7 @@ mod tests {
         let half = items_at + items[..200].iter().map(|i| i.len() + 1).sum::<usize>();
         let (body, chunks) = futures::channel::mpsc::unbounded::<Result<Bytes, Error>>();
         body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[..items_at]))).unwrap();
-        let mut page = decode_page::<k8s_openapi::api::core::v1::ConfigMap>(chunks.boxed(), PieceBounds::fixed(2000), |_| {}).await.unwrap();
+        let mut page = decode_page::<k8s_openapi::api::core::v1::ConfigMap>(chunks.boxed(), PieceBounds::fixed(2000), VecSizing::Exact, |_| {}).await.unwrap();
         assert_eq!((page.resource_version.as_str(), page.continue_token.as_deref()), ("4", Some("c")));
         // Half the items' bytes: every item of them but the bytes not yet cut (a piece and an
         // item) is handed over while the rest has not come.
@@ -546,7 +551,7 @@ mod tests {
         // A page dropped mid-body stops reading it.
         let (body, chunks) = futures::channel::mpsc::unbounded::<Result<Bytes, Error>>();
         body.unbounded_send(Ok(Bytes::copy_from_slice(&bytes[..half]))).unwrap();
-        let page = decode_page::<serde_json::Value>(chunks.boxed(), PieceBounds::fixed(2000), |_| {}).await.unwrap();
+        let page = decode_page::<serde_json::Value>(chunks.boxed(), PieceBounds::fixed(2000), VecSizing::Grown, |_| {}).await.unwrap();
         assert!(!body.is_closed());
         drop(page);
         tokio::time::timeout(std::time::Duration::from_secs(5), async {

@@ -44,6 +44,7 @@ mod delta;
 mod delta_fifo;
 mod deltas;
 mod error;
+mod exact_json;
 mod factory;
 mod generic;
 mod handler;
@@ -95,6 +96,7 @@ pub use handler::{Event, EventHandler, EventStream, HandlerFn, HandlerOptions, H
 pub use indexer::{IndexError, IndexFunc, Indexer, IndexerView, NAMESPACE_INDEX, Upserted, namespace_index_func};
 pub use informer::{InformerOptions, MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
 pub use key::{KeySet, ObjectKey};
+pub use exact_json::VecSizing;
 pub use kube_lister_watcher::{KubeListerWatcher, MetadataListerWatcher};
 pub use labels::{LabelMatcher, Labels, LabelsFn, meta_labels};
 pub use lister::{Lister, ListerView, NamespaceLister, NamespaceListerView, matches_labels};

@@ -69,6 +69,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{ApiStatus, Error};
 use crate::lister_watcher::WatchStream;
 use crate::decode_pool::{Decoding, on_decode_thread};
+use crate::exact_json::{Scanned, VecSizing, with_scanned};
 use crate::parallel::{MIN_BYTES_PER_THREAD, decode_threads};
 use crate::proto::{self, Message};
 use crate::read_ahead::{self, ChunkReceiver};
@@ -101,6 +102,7 @@ pub(crate) async fn watch_events<T>(
     request: http::Request<Vec<u8>>,
     name: &'static str,
     protobuf: Option<&'static Message>,
+    sizing: VecSizing,
 ) -> Result<WatchStream<T>, Error>
 where
     T: DeserializeOwned + Send + 'static,
@@ -122,7 +124,7 @@ where
     let received = read_ahead::read_ahead(response.into_body().into_data_stream().map_err(Error::from));
     Ok(match framed {
         Some(message) => WatchBody::<T, _>::new(received, Frames(message)).boxed(),
-        None => WatchBody::<T, _>::new(received, Lines).boxed(),
+        None => WatchBody::<T, _>::new(received, Lines(sizing)).boxed(),
     })
 }
 
@@ -167,9 +169,9 @@ trait Framing: Unpin + Copy + Send + 'static {
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>>;
 }
 
-/// Newline-delimited JSON events.
+/// Newline-delimited JSON events, their objects' `Vec`s sized as it says.
 #[derive(Clone, Copy)]
-struct Lines;
+struct Lines(VecSizing);
 
 impl Framing for Lines {
     type Cursor = ();
@@ -188,15 +190,15 @@ impl Framing for Lines {
     /// not all UTF-8, each is decoded alone, so that only a line with bad bytes fails.
     fn decode<T: DeserializeOwned>(&self, lines: &[u8], events: &mut Decoded<T>) {
         match std::str::from_utf8(lines) {
-            Ok(text) => decode_lines(text, events),
+            Ok(text) => decode_lines(text, self.0, events),
             Err(_) => events.extend(
-                lines.split(|&b| b == b'\n').filter_map(|line| decode(line).map(|r| r.map_err(|e| line_error(e, line)))),
+                lines.split(|&b| b == b'\n').filter_map(|line| decode(line, self.0).map(|r| r.map_err(|e| line_error(e, line)))),
             ),
         }
     }
 
     fn last<T: DeserializeOwned>(&self, rest: &[u8]) -> Option<Result<WatchEvent<T>, Error>> {
-        match decode::<T>(rest) {
+        match decode::<T>(rest, self.0) {
             Some(Err(e)) if e.is_eof() => None,
             other => other.map(|r| r.map_err(|e| line_error(e, rest))),
         }
@@ -491,34 +493,42 @@ impl<T: DeserializeOwned + Send + 'static, F: Framing> Stream for WatchBody<T, F
 /// all of them, so that its buffer for strings with escapes is reused from event to event
 /// and strings are not checked as UTF-8 one by one; after a line that does not decode
 /// (whose error takes its place) it starts again on the next line.
-fn decode_lines<T: DeserializeOwned>(lines: &str, events: &mut Vec<Result<WatchEvent<T>, Error>>) {
+/// Objects' `Vec`s are sized as `sizing` says (`crate::exact_json`).
+fn decode_lines<T: DeserializeOwned>(lines: &str, sizing: VecSizing, events: &mut Vec<Result<WatchEvent<T>, Error>>) {
     let mut at = 0;
     while at < lines.len() {
-        let mut stream = serde_json::Deserializer::from_str(&lines[at..]).into_iter::<WatchEvent<T>>();
-        loop {
-            match stream.next() {
-                None => return,
-                Some(Ok(event)) => events.push(Ok(event)),
-                Some(Err(e)) => {
-                    // The bad line starts after the last event decoded.
-                    let from = at + stream.byte_offset();
-                    let start = from + lines[from..].bytes().take_while(u8::is_ascii_whitespace).count();
-                    let end = memchr::memchr(b'\n', &lines.as_bytes()[start..]).map_or(lines.len(), |i| start + i);
-                    events.push(Err(line_error(e, &lines.as_bytes()[start..end])));
-                    at = end + 1;
-                    break;
+        let text = &lines[at..];
+        // Where to start again after a bad line; `None` once all of `text` is read.
+        let again = with_scanned(text.as_bytes(), sizing, || {
+            let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Scanned<WatchEvent<T>>>();
+            loop {
+                match stream.next() {
+                    None => return None,
+                    Some(Ok(Scanned(event))) => events.push(Ok(event)),
+                    Some(Err(e)) => {
+                        // The bad line starts after the last event decoded.
+                        let from = at + stream.byte_offset();
+                        let start = from + lines[from..].bytes().take_while(u8::is_ascii_whitespace).count();
+                        let end = memchr::memchr(b'\n', &lines.as_bytes()[start..]).map_or(lines.len(), |i| start + i);
+                        events.push(Err(line_error(e, &lines.as_bytes()[start..end])));
+                        return Some(end + 1);
+                    }
                 }
             }
+        });
+        match again {
+            Some(next) => at = next,
+            None => return,
         }
     }
 }
 
-/// The event on `line`; `None` for a blank line.
-fn decode<T: DeserializeOwned>(line: &[u8]) -> Option<Result<WatchEvent<T>, serde_json::Error>> {
+/// The event on `line` (its object's `Vec`s sized as `sizing` says); `None` for a blank line.
+fn decode<T: DeserializeOwned>(line: &[u8], sizing: VecSizing) -> Option<Result<WatchEvent<T>, serde_json::Error>> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    Some(serde_json::from_slice(line))
+    Some(with_scanned(line, sizing, || serde_json::from_slice::<Scanned<WatchEvent<T>>>(line)).map(|event| event.0))
 }
 
 /// The error for a line that is not an event: the `Status` it holds, if it is one.
@@ -548,7 +558,7 @@ mod tests {
             tx.send(Err(e)).await.unwrap();
         }
         drop(tx);
-        WatchBody::<ConfigMap, _>::new(rx, Lines).collect().await
+        WatchBody::<ConfigMap, _>::new(rx, Lines(VecSizing::Exact)).collect().await
     }
 
     fn name(e: &Result<WatchEvent<ConfigMap>, Error>) -> String {
@@ -591,7 +601,7 @@ mod tests {
         assert_eq!(name(&got[4]), "b");
         // Bytes that are not UTF-8 fail their line only, also among good lines in one chunk.
         let lines = [Piece::Within(Bytes::from([format!("{A}\n").as_bytes(), b"{\"type\":\xff}\n", format!("{B}\n").as_bytes()].concat()))];
-        let got: Vec<_> = decode_pieces::<ConfigMap, _>(Lines, &lines, Vec::new());
+        let got: Vec<_> = decode_pieces::<ConfigMap, _>(Lines(VecSizing::Exact), &lines, Vec::new());
         assert_eq!(got.len(), 3, "{got:?}");
         assert_eq!((name(&got[0]), name(&got[2])), ("a".to_string(), "b".to_string()));
         assert!(matches!(&got[1], Err(Error::Decode(_))), "{:?}", got[1]);
@@ -601,7 +611,7 @@ mod tests {
     fn lines_are_counted_with_a_last_one_without_its_newline() {
         assert_eq!((Lines::count(b""), Lines::count(b"\n"), Lines::count(b"a\nb\n"), Lines::count(b"a\nb")), (0, 1, 2, 2));
         let pieces = [Piece::Within(Bytes::from(format!("{A}\n{B}\n"))), Piece::Across(vec![Bytes::from(format!("{A}\n"))])];
-        let got = decode_pieces::<ConfigMap, _>(Lines, &pieces, Vec::new());
+        let got = decode_pieces::<ConfigMap, _>(Lines(VecSizing::Exact), &pieces, Vec::new());
         assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b", "a"]);
         assert_eq!(got.capacity(), got.len(), "one allocation at the count");
     }
@@ -611,14 +621,14 @@ mod tests {
         let pieces = [Piece::Within(Bytes::from(format!("{A}\n{B}\n")))];
         let spare = Vec::with_capacity(5);
         let at = spare.as_ptr();
-        let got = decode_pieces::<ConfigMap, _>(Lines, &pieces, spare);
+        let got = decode_pieces::<ConfigMap, _>(Lines(VecSizing::Exact), &pieces, spare);
         assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!((got.as_ptr(), got.capacity()), (at, 5), "decoded into the spare");
-        let got = decode_pieces::<ConfigMap, _>(Lines, &pieces, Vec::with_capacity(1));
+        let got = decode_pieces::<ConfigMap, _>(Lines(VecSizing::Exact), &pieces, Vec::with_capacity(1));
         assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(got.capacity(), 2, "a fresh vector at the count");
         let three = [Piece::Within(Bytes::from(format!("{A}\n{B}\n{A}\n")))];
-        let got = decode_pieces::<ConfigMap, _>(Lines, &three, Vec::with_capacity(2));
+        let got = decode_pieces::<ConfigMap, _>(Lines(VecSizing::Exact), &three, Vec::with_capacity(2));
         assert_eq!(got.iter().map(name).collect::<Vec<_>>(), ["a", "b", "a"]);
         assert_eq!(got.capacity(), 4, "a fresh vector at twice the spare's capacity");
     }
@@ -631,7 +641,7 @@ mod tests {
     #[tokio::test]
     async fn a_yielded_batch_vector_is_decoded_into_by_the_next_and_freed_when_the_stream_waits() {
         let (mut tx, rx) = read_ahead::queue(8, Window::fixed(1 << 30));
-        let mut body = WatchBody::<ConfigMap, _>::new(rx, Lines);
+        let mut body = WatchBody::<ConfigMap, _>::new(rx, Lines(VecSizing::Exact));
         tx.send(Ok(Bytes::from(format!("{A}\n{B}\n{A}\n")))).await.unwrap();
         assert!(matches!(poll_once(&mut body), Poll::Ready(Some(Ok(_)))));
         assert_eq!(body.decoded.capacity(), 3);
@@ -652,7 +662,7 @@ mod tests {
     #[tokio::test]
     async fn the_largest_spares_are_kept_as_many_as_batches_decode_at_once() {
         let (_tx, rx) = read_ahead::queue(1, Window::fixed(1 << 30));
-        let mut body = WatchBody::<ConfigMap, _>::new(rx, Lines);
+        let mut body = WatchBody::<ConfigMap, _>::new(rx, Lines(VecSizing::Exact));
         let capacities = [30, 10, 40, 10, 50, 90, 20, 60];
         for n in capacities {
             body.keep_spare(Vec::with_capacity(n));
@@ -732,7 +742,7 @@ mod tests {
                 }
             }
         });
-        let got: Vec<_> = WatchBody::<ConfigMap, _>::new(rx, Lines).collect().await;
+        let got: Vec<_> = WatchBody::<ConfigMap, _>::new(rx, Lines(VecSizing::Exact)).collect().await;
         sender.await.unwrap();
         let names: Vec<String> = got.iter().map(name).collect();
         let want: Vec<String> = (0..2000).map(|i| format!("cm-{i}")).collect();
@@ -763,7 +773,7 @@ mod tests {
         let (mut tx, rx) = read_ahead::queue(1, Window::fixed(1 << 30));
         tx.send(Ok(Bytes::from(text))).await.unwrap();
         drop(tx);
-        let collected = std::panic::AssertUnwindSafe(WatchBody::<Boom, _>::new(rx, Lines).collect::<Vec<_>>()).catch_unwind().await;
+        let collected = std::panic::AssertUnwindSafe(WatchBody::<Boom, _>::new(rx, Lines(VecSizing::Exact)).collect::<Vec<_>>()).catch_unwind().await;
         let panic = collected.expect_err("the decoding thread's panic reaches the stream's caller");
         let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(message.contains("decoded boom"), "{message}");
@@ -789,7 +799,7 @@ mod tests {
         });
         let client = Client::try_from(kube_client::Config::new(url.parse().unwrap())).unwrap();
         let request = kube_core::Request::new("/api/v1/configmaps").watch(&Default::default(), "0").unwrap();
-        let mut stream = watch_events::<ConfigMap>(&client, request, "watch", None).await.unwrap();
+        let mut stream = watch_events::<ConfigMap>(&client, request, "watch", None, VecSizing::Exact).await.unwrap();
         assert_eq!(name(&stream.next().await.unwrap()), "a");
         drop(stream);
         let read = server.await.unwrap().expect("the connection was still open 10 s after the stream was dropped");
