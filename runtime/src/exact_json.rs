@@ -81,31 +81,23 @@ impl ArrayLengths {
         self.open.clear();
         self.next.set(0);
         self.off.set(false);
-        let mut at = 0;
-        while at < text.len() {
-            match text[at] {
-                b'"' => {
-                    at = string_end(text, at + 1);
-                    continue;
-                }
-                b'[' => {
-                    let empty = text[at + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b']');
-                    self.open.push(self.lengths.len());
-                    self.lengths.push(u32::from(!empty));
-                }
-                b'{' => self.open.push(OBJECT),
-                b']' | b'}' => {
-                    self.open.pop();
-                }
-                b',' => {
-                    if let Some(&array) = self.open.last().filter(|&&top| top != OBJECT) {
-                        self.lengths[array] = self.lengths[array].saturating_add(1);
-                    }
-                }
-                _ => {}
+        outside_strings(text, |at, byte| match byte {
+            b'[' => {
+                let empty = text[at + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b']');
+                self.open.push(self.lengths.len());
+                self.lengths.push(u32::from(!empty));
             }
-            at += 1;
-        }
+            b'{' => self.open.push(OBJECT),
+            b']' | b'}' => {
+                self.open.pop();
+            }
+            b',' => {
+                if let Some(&array) = self.open.last().filter(|&&top| top != OBJECT) {
+                    self.lengths[array] = self.lengths[array].saturating_add(1);
+                }
+            }
+            _ => {}
+        });
     }
 
     /// The count of the next array the decode meets, if hints are still on.
@@ -147,21 +139,25 @@ fn string_end(text: &[u8], mut from: usize) -> usize {
     text.len()
 }
 
-/// How many arrays `text` (one JSON value) holds, itself included.
-fn arrays_in(text: &[u8]) -> usize {
-    let mut count = 0;
+/// Calls `visit` with each byte of `text` outside its strings (and its index).
+#[inline(always)]
+fn outside_strings(text: &[u8], mut visit: impl FnMut(usize, u8)) {
     let mut at = 0;
     while at < text.len() {
         match text[at] {
-            b'"' => {
-                at = string_end(text, at + 1);
-                continue;
+            b'"' => at = string_end(text, at + 1),
+            byte => {
+                visit(at, byte);
+                at += 1;
             }
-            b'[' => count += 1,
-            _ => {}
         }
-        at += 1;
     }
+}
+
+/// How many arrays `text` (one JSON value) holds, itself included.
+fn arrays_in(text: &[u8]) -> usize {
+    let mut count = 0;
+    outside_strings(text, |_, byte| count += usize::from(byte == b'['));
     count
 }
 
