@@ -23,7 +23,7 @@ pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
 }
 
 /// One resource per served version of `crd` (at JSON pointer `at` in `file`).
-pub fn resources(file: &Path, crd: &Value, at: &str) -> Result<Vec<Resource>> {
+pub fn resources(file: &Path, mut crd: Value, at: &str) -> Result<Vec<Resource>> {
     let str_at = |ptr: &str| {
         crd.pointer(ptr)
             .and_then(Value::as_str)
@@ -39,11 +39,11 @@ pub fn resources(file: &Path, crd: &Value, at: &str) -> Result<Vec<Resource>> {
         other => return Err(Error::new(file, format!("{at}/spec/scope"), format!("unknown scope {other:?}"))),
     };
     let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
+        .pointer_mut("/spec/versions")
+        .and_then(Value::as_array_mut)
         .ok_or_else(|| Error::new(file, format!("{at}/spec/versions"), "missing or not a list"))?;
     let mut out = Vec::new();
-    for (i, v) in versions.iter().enumerate() {
+    for (i, v) in versions.iter_mut().enumerate() {
         let vat = format!("{at}/spec/versions/{i}");
         if v.get("served").and_then(Value::as_bool) == Some(false) {
             continue;
@@ -51,14 +51,16 @@ pub fn resources(file: &Path, crd: &Value, at: &str) -> Result<Vec<Resource>> {
         let version = v
             .get("name")
             .and_then(Value::as_str)
-            .ok_or_else(|| Error::new(file, format!("{vat}/name"), "missing or not a string"))?;
+            .ok_or_else(|| Error::new(file, format!("{vat}/name"), "missing or not a string"))?
+            .to_string();
+        // Taken, not cloned: the document is dropped once its resources are read.
         let schema = v
-            .pointer("/schema/openAPIV3Schema")
-            .cloned()
+            .pointer_mut("/schema/openAPIV3Schema")
+            .map(Value::take)
             .unwrap_or_else(|| serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
         out.push(Resource {
             group: group.clone(),
-            version: version.to_string(),
+            version,
             kind: kind.clone(),
             plural: plural.clone(),
             namespaced,

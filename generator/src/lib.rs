@@ -73,7 +73,7 @@ fn resources_of(inputs: &[PathBuf], files: &[PathBuf], mut defs: Option<&mut lea
             .into_iter()
             .map(|doc| match doc {
                 input::Document::OpenApiV2(v) | input::Document::OpenApiV3(v) => Ok(Read::OpenApi(v)),
-                input::Document::Crd(v, at) => crd::resources(file, &v, &at).map(Read::Crd),
+                input::Document::Crd(v, at) => crd::resources(file, v, &at).map(Read::Crd),
             })
             .collect()
     });
