@@ -269,9 +269,10 @@ fn version_module<'a>(
         let rid = ident(&rmod);
         let mut rtree = ModuleTree::new(&format!("The informer and listers of `{}` ({shown}/{version} `{}`).", r.kind, r.plural));
         let accessor = rmod.clone();
-        rtree.deferred.push(Box::new(move || {
+        rtree.deferred.push(Box::new(move |emit| {
             let s = Substitution { object: parse()?, kind: &r.kind, accessor: &accessor, group, version, plural: &r.plural, lean: is_lean };
-            Ok(Templates::with(|t| t.resource(r.namespaced, &s)))
+            emit(Templates::with(|t| t.resource(r.namespaced, &s)));
+            Ok(())
         }));
         vtree.children.insert(rmod.clone(), rtree);
         let informer = format_ident!("{}Informer", r.kind);
@@ -286,21 +287,20 @@ fn version_module<'a>(
     // paths too, so that no type's name depends on which kinds are extern).
     let kinds: Vec<&'a str> = rs.iter().filter(|r| matches!(r.object, ObjectType::Crd { .. })).map(|&r| r.kind.as_str()).collect();
     if !crds.is_empty() {
-        vtree.deferred.push(Box::new(move || {
+        vtree.deferred.push(Box::new(move |emit| {
             let mut names = UniqueNames::default();
             names.reserve("Informers");
             for kind in &kinds {
                 names.reserve(kind);
             }
-            let mut items = TokenStream::new();
             for &(r, is_lean) in &crds {
                 let ObjectType::Crd { schema, pointer } = &r.object else { unreachable!("only custom resources are collected") };
                 let mut tg = TypeGen::new(&r.source, &mut names, is_lean);
                 let of = RootOf { group, version, kind: &r.kind, plural: &r.plural, namespaced: r.namespaced };
                 tg.root(&of, schema, pointer)?;
-                items.extend(tg.items);
+                emit(tg.items);
             }
-            Ok(items)
+            Ok(())
         }));
     }
     vtree.items.push(accessor_struct(&vdoc, accessors));

@@ -16,8 +16,9 @@
 //!
 //! The pipeline: [`input`] reads and sorts documents, [`openapi`] + [`quirks`] and [`crd`]
 //! turn them into [`Resource`]s, [`emit`] builds the module tree (CRD types from
-//! [`types`], per-resource code from the compiled templates through [`template`]), and
-//! [`output`] renders it with prettyplease and writes it only when the run succeeded.
+//! [`types`], as syntax trees built through [`syntax`], per-resource code from the compiled
+//! templates through [`template`]), and [`output`] renders it with prettyplease and writes
+//! it only when the run succeeded.
 //! Reading files and building and printing output files run on every core ([`parallel`]);
 //! results are assembled in input and file order, so the output does not depend on it.
 #![warn(missing_docs)]
@@ -34,6 +35,7 @@ pub mod output;
 pub mod parallel;
 pub mod protobuf;
 pub mod quirks;
+pub mod syntax;
 pub mod template;
 pub mod types;
 pub mod yaml;

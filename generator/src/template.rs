@@ -4,8 +4,7 @@
 //! the syntax tree (see `templates/src/lib.rs` for the substitution rules), so a template
 //! that compiles in `templates/` yields code of the same shape for every resource.
 
-use proc_macro2::{Ident, Span, TokenStream};
-use quote::ToTokens;
+use proc_macro2::{Ident, Span};
 use syn::visit_mut::{self, VisitMut};
 
 const NAMESPACED: &str = include_str!("../../templates/src/namespaced_resource.rs");
@@ -56,12 +55,12 @@ impl Templates {
     }
 
     /// The items of the resource template for `s`.
-    pub fn resource(&self, namespaced: bool, s: &Substitution<'_>) -> TokenStream {
+    pub fn resource(&self, namespaced: bool, s: &Substitution<'_>) -> Vec<syn::Item> {
         let mut file = if namespaced { self.namespaced.clone() } else { self.cluster.clone() };
         file.attrs.clear();
         file.items.retain(|item| !matches!(item, syn::Item::Use(u) if is_placeholder_use(u)));
         Rewriter { s }.visit_file_mut(&mut file);
-        file.items.iter().map(ToTokens::to_token_stream).collect()
+        file.items
     }
 }
 

@@ -43,7 +43,9 @@
 //!   `LeanRoot`, so `lean_informer_for` serves it.
 //!
 //! CRD schemas cannot refer to other schemas, so types are trees: no recursion.
-//! Invariant: each type is one `TokenStream` pushed in schema order, so output is stable.
+//! Invariant: each type's items are pushed in schema order, so output is stable. Structs,
+//! their fields and types are built as syntax trees ([`crate::syntax`]), not parsed back from
+//! tokens; the rarer items (roots, enums, impls) are quoted and parsed.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -54,6 +56,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result, pointer_segment};
 use crate::naming::{UniqueNames, field_ident, field_name, type_part};
+use crate::syntax::{self, doc_attr, global_type, list_attr, named_type, pub_field};
 
 /// The serde crate generated types derive through (`#[serde(crate = …)]`).
 pub(crate) const SERDE: &str = "::informer_runtime::reexports::serde";
@@ -80,24 +83,23 @@ pub struct TypeGen<'a> {
     /// The memory-lean layout (module docs) instead of the plain one.
     lean: bool,
     /// The emitted items, in order.
-    pub items: Vec<TokenStream>,
+    pub items: Vec<syn::Item>,
 }
 
-fn derives() -> TokenStream {
-    quote! {
-        #[derive(
-            ::std::clone::Clone,
-            ::std::fmt::Debug,
-            ::std::cmp::PartialEq,
-            ::informer_runtime::reexports::serde::Serialize
-        )]
-        #[serde(crate = #SERDE)]
-    }
+/// `#[derive(derives)]`, then `#[serde(crate = …)]`.
+fn derive_attrs(derives: TokenStream) -> [syn::Attribute; 2] {
+    [list_attr("derive", derives), list_attr("serde", quote!(crate = #SERDE))]
 }
 
 /// `#[doc]` attributes for a schema's description (and default), with code fences marked
 /// as `text` so they never become doctests.
 pub fn docs(schema: &Value) -> TokenStream {
+    let attrs = doc_attrs(schema);
+    quote!(#(#attrs)*)
+}
+
+/// The attributes of [`docs`], as syntax trees.
+fn doc_attrs(schema: &Value) -> Vec<syn::Attribute> {
     let mut text = schema.get("description").and_then(Value::as_str).unwrap_or("").to_string();
     if let Some(d) = schema.get("default") {
         if !text.is_empty() {
@@ -105,11 +107,18 @@ pub fn docs(schema: &Value) -> TokenStream {
         }
         text.push_str(&format!("Default (applied by the server): `{d}`."));
     }
-    doc_lines(&text)
+    doc_texts(&text).iter().map(|l| doc_attr(l)).collect()
 }
 
 /// `#[doc]` attributes for `text`.
 pub fn doc_lines(text: &str) -> TokenStream {
+    let lines = doc_texts(text);
+    quote! { #( #[doc = #lines] )* }
+}
+
+/// The `#[doc]` texts of `text`'s lines: trimmed (leading spaces would make indented code
+/// blocks, which rustdoc runs as tests) except inside fences, which are marked as `text`.
+fn doc_texts(text: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut in_fence = false;
     for line in text.lines() {
@@ -127,19 +136,35 @@ pub fn doc_lines(text: &str) -> TokenStream {
     if in_fence {
         lines.push("```".into());
     }
-    let lines = lines.into_iter().map(|l| if l.is_empty() { l } else { format!(" {l}") });
-    quote! { #( #[doc = #lines] )* }
+    lines.into_iter().map(|l| if l.is_empty() { l } else { format!(" {l}") }).collect()
 }
 
 /// The map of the fields a preserve-unknown-fields schema does not name; `flatten`: written
 /// through the derived `Serialize` (the root type writes it itself).
-fn extra_field(flatten: bool) -> TokenStream {
-    let attr = flatten.then(|| quote!(#[serde(flatten)]));
-    quote! {
-        /// Fields the schema does not name (it preserves unknown fields).
-        #attr
-        pub extra: ::std::collections::BTreeMap<::std::string::String, ::informer_runtime::reexports::serde_json::Value>,
-    }
+fn extra_field(flatten: bool) -> syn::Field {
+    let mut attrs = vec![doc_attr(" Fields the schema does not name (it preserves unknown fields).")];
+    attrs.extend(flatten.then(|| list_attr("serde", quote!(flatten))));
+    pub_field(attrs, format_ident!("extra"), global_type(&["std", "collections", "BTreeMap"], [string_type(), json_value_type()]))
+}
+
+/// `::std::string::String`.
+fn string_type() -> syn::Type {
+    global_type(&["std", "string", "String"], [])
+}
+
+/// `::informer_runtime::reexports::serde_json::Value`.
+fn json_value_type() -> syn::Type {
+    global_type(&["informer_runtime", "reexports", "serde_json", "Value"], [])
+}
+
+/// `::informer_runtime::lean::name`, or `…::name<args>`.
+fn lean_type(name: &str, args: impl IntoIterator<Item = syn::Type>) -> syn::Type {
+    global_type(&["informer_runtime", "lean", name], args)
+}
+
+/// `::std::option::Option<ty>`.
+fn option_type(ty: syn::Type) -> syn::Type {
+    global_type(&["std", "option", "Option"], [ty])
 }
 
 /// The runtime's memory-lean layout (`informer_runtime::lean`), as a path in generated code.
@@ -218,7 +243,7 @@ pub fn lean_root_impls(ident: &proc_macro2::Ident) -> TokenStream {
 /// The `FromFields` and `Deserialize` impls of a struct with `fields` (after `metadata`
 /// for a resource's root type; `extra`: it keeps unknown fields in its `extra` map), through
 /// the runtime's `from_fields!`: a line per field where a derive would emit a visitor.
-fn from_fields(ident: &proc_macro2::Ident, fields: &[Field], metadata: bool, extra: bool) -> TokenStream {
+fn from_fields(ident: &proc_macro2::Ident, fields: &[Field], metadata: bool, extra: bool) -> syn::Item {
     let mut entries = Vec::new();
     if metadata {
         entries.push(quote!((0, "metadata", metadata, default)));
@@ -235,9 +260,7 @@ fn from_fields(ident: &proc_macro2::Ident, fields: &[Field], metadata: bool, ext
         entries.push(quote!((#i, #pname, #fid, #how)));
     }
     let extra = extra.then(|| quote!(extra,));
-    quote! {
-        ::informer_runtime::from_fields!(#ident, #extra [#(#entries),*]);
-    }
+    syntax::macro_call(syntax::global_path(&["informer_runtime", "from_fields"]), quote!(#ident, #extra [#(#entries),*]))
 }
 
 fn ty_of(schema: &Value) -> Option<&str> {
@@ -302,8 +325,8 @@ impl<'a> TypeGen<'a> {
                 fields.push(f);
             }
         }
-        let decode = if derived { TokenStream::new() } else { from_fields(&ident, &fields, true, preserve) };
-        let mut fields: Vec<TokenStream> = fields.into_iter().map(|f| f.tokens).collect();
+        let decode = (!derived).then(|| from_fields(&ident, &fields, true, preserve));
+        let mut fields: Vec<syn::Field> = fields.into_iter().map(|f| f.field).collect();
         if preserve {
             fields.push(if self.lean { self.lean_extra_field() } else { extra_field(false) });
             let entries = if self.lean { quote!(self.extra.iter()) } else { quote!(&self.extra) };
@@ -355,14 +378,14 @@ impl<'a> TypeGen<'a> {
         };
         let serialize = root_serialize(&ident, &api_version, kind, &ser);
         let resource = root_resource(&ident, resource, meta);
-        self.items.push(quote! {
+        let items = syntax::parse_items(self.file, quote! {
             #doc
             ///
             #[doc = #what]
             #struct_head
             pub struct #ident {
                 #metadata
-                #(#fields)*
+                #(#fields,)*
             }
 
             #serialize
@@ -372,18 +395,18 @@ impl<'a> TypeGen<'a> {
             #lean_impls
 
             #resource
-        });
+        })?;
+        self.items.extend(items);
         Ok(())
     }
 
     /// The lean map of the fields a preserve-unknown-fields schema does not name.
-    fn lean_extra_field(&self) -> TokenStream {
-        let lean = lean_path();
-        quote! {
-            /// Fields the schema does not name (it preserves unknown fields), as sent.
-            #[serde(flatten)]
-            pub extra: #lean::Map<#lean::RawJson>,
-        }
+    fn lean_extra_field(&self) -> syn::Field {
+        pub_field(
+            vec![doc_attr(" Fields the schema does not name (it preserves unknown fields), as sent."), list_attr("serde", quote!(flatten))],
+            format_ident!("extra"),
+            lean_type("Map", [lean_type("RawJson", [])]),
+        )
     }
 
     /// One property of a struct; `nested`: the struct derives serde impls, so its fields carry
@@ -398,19 +421,14 @@ impl<'a> TypeGen<'a> {
         let ty = self.type_of(pschema, &hint, ptr)?;
         let fname = field_names.take(&field_name(pname), "_");
         let ident = field_ident(&fname);
-        let doc = docs(pschema);
+        let mut attrs = doc_attrs(pschema);
         let rename = if fname.trim_start_matches("r#") == pname { None } else { Some(quote!(rename = #pname,)) };
         if self.lean {
             // Every lean property is an `Option`: what was absent stays absent.
-            let req = required.then(|| quote!(#[doc = " Required by the schema."]));
-            let attrs = nested.then(|| quote!(#[serde(#rename default, skip_serializing_if = "::std::option::Option::is_none")]));
-            let tokens = quote! {
-                #doc
-                #req
-                #attrs
-                pub #ident: ::std::option::Option<#ty>,
-            };
-            return Ok(Field { ident, tokens, optional: true, pname: pname.to_string(), slot: Slot::Option });
+            attrs.extend(required.then(|| doc_attr(" Required by the schema.")));
+            attrs.extend(nested.then(|| list_attr("serde", quote!(#rename default, skip_serializing_if = "::std::option::Option::is_none"))));
+            let field = pub_field(attrs, ident.clone(), option_type(ty));
+            return Ok(Field { ident, field, optional: true, pname: pname.to_string(), slot: Slot::Option });
         }
         let optional = !required || flag(pschema, "nullable");
         // What `type_of` maps to a `Vec` (decoded to its exact length) or to a struct.
@@ -425,86 +443,75 @@ impl<'a> TypeGen<'a> {
             (false, false) => Slot::Required,
             (false, true) => Slot::RequiredVec,
         };
-        let serde = |attrs: TokenStream| if nested && !attrs.is_empty() { quote!(#[serde(#attrs)]) } else { TokenStream::new() };
-        let tokens = if optional && required {
+        let serde = |serde: TokenStream| (nested && !serde.is_empty()).then(|| list_attr("serde", serde));
+        let ty = if optional && required {
             // Required but nullable: always written, `null` when `None`.
-            let attrs = serde(quote!(#rename));
-            quote! { #doc #attrs pub #ident: ::std::option::Option<#ty>, }
+            attrs.extend(serde(quote!(#rename)));
+            option_type(ty)
         } else if optional {
-            let ty = if nested && is_struct { quote!(::std::boxed::Box<#ty>) } else { ty };
-            let attrs = serde(quote!(#rename skip_serializing_if = "::std::option::Option::is_none"));
-            quote! {
-                #doc
-                #attrs
-                pub #ident: ::std::option::Option<#ty>,
-            }
+            let ty = if nested && is_struct { global_type(&["std", "boxed", "Box"], [ty]) } else { ty };
+            attrs.extend(serde(quote!(#rename skip_serializing_if = "::std::option::Option::is_none")));
+            option_type(ty)
         } else {
-            let attrs = serde(quote!(#rename));
-            quote! { #doc #attrs pub #ident: #ty, }
+            attrs.extend(serde(quote!(#rename)));
+            ty
         };
-        Ok(Field { ident, tokens, optional: optional && !required, pname: pname.to_string(), slot })
+        let field = pub_field(attrs, ident.clone(), ty);
+        Ok(Field { ident, field, optional: optional && !required, pname: pname.to_string(), slot })
     }
 
     /// The Rust type of `schema`, emitting named types it needs (named from `hint`).
-    pub fn type_of(&mut self, schema: &Value, hint: &str, ptr: &str) -> Result<TokenStream> {
+    pub fn type_of(&mut self, schema: &Value, hint: &str, ptr: &str) -> Result<syn::Type> {
         if let Some(r) = schema.get("$ref") {
             return Err(self.err(&format!("{ptr}/$ref"), format!("$ref {r} is not allowed in a CRD schema")));
         }
-        let lean = self.lean.then(lean_path);
+        let lean = self.lean;
         if flag(schema, "x-kubernetes-int-or-string") {
-            return Ok(match lean {
-                Some(lean) => quote!(#lean::IntOrString),
-                None => quote!(::informer_runtime::reexports::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString),
+            return Ok(if lean {
+                lean_type("IntOrString", [])
+            } else {
+                global_type(&["informer_runtime", "reexports", "k8s_openapi", "apimachinery", "pkg", "util", "intstr", "IntOrString"], [])
             });
         }
-        let value = match &lean {
-            Some(lean) => quote!(#lean::RawJson),
-            None => quote!(::informer_runtime::reexports::serde_json::Value),
-        };
-        let string = match &lean {
-            Some(lean) => quote!(#lean::Str),
-            None => quote!(::std::string::String),
-        };
+        let value = || if lean { lean_type("RawJson", []) } else { json_value_type() };
+        let string = if lean { lean_type("Str", []) } else { string_type() };
         let has_props = schema.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
         match ty_of(schema) {
             Some("string") => match schema.get("enum").and_then(Value::as_array) {
                 Some(values) if !values.is_empty() && values.iter().all(|v| v.is_string() || v.is_null()) => {
                     let values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
-                    if values.is_empty() { Ok(string) } else { Ok(self.string_enum(schema, hint, &values)) }
+                    if values.is_empty() { Ok(string) } else { self.string_enum(schema, hint, &values) }
                 }
                 _ => Ok(string),
             },
-            Some("integer") => Ok(if schema.get("format").and_then(Value::as_str) == Some("int32") { quote!(i32) } else { quote!(i64) }),
-            Some("number") => Ok(quote!(::informer_runtime::reexports::serde_json::Number)),
-            Some("boolean") => Ok(quote!(bool)),
+            Some("integer") => {
+                let int = if schema.get("format").and_then(Value::as_str) == Some("int32") { "i32" } else { "i64" };
+                Ok(named_type(format_ident!("{int}")))
+            }
+            Some("number") => Ok(global_type(&["informer_runtime", "reexports", "serde_json", "Number"], [])),
+            Some("boolean") => Ok(named_type(format_ident!("bool"))),
             Some("array") => {
                 let item = match schema.get("items") {
                     Some(items) if items.is_object() => self.type_of(items, hint, &format!("{ptr}/items"))?,
                     Some(_) => return Err(self.err(&format!("{ptr}/items"), "tuple-typed arrays are not supported")),
-                    None => value,
+                    None => value(),
                 };
-                Ok(match lean {
-                    Some(_) => quote!(::std::boxed::Box<[#item]>),
-                    None => quote!(::std::vec::Vec<#item>),
-                })
+                Ok(if lean { global_type(&["std", "boxed", "Box"], [syntax::slice_type(item)]) } else { global_type(&["std", "vec", "Vec"], [item]) })
             }
             Some("object") | None if has_props => self.object(schema, hint, ptr),
             Some("object") => match schema.get("additionalProperties") {
                 Some(ap) if ap.is_object() && !flag(schema, "x-kubernetes-preserve-unknown-fields") => {
                     let v = self.type_of(ap, &format!("{hint}Value"), &format!("{ptr}/additionalProperties"))?;
-                    Ok(match lean {
-                        Some(lean) => quote!(#lean::Map<#v>),
-                        None => quote!(::std::collections::BTreeMap<::std::string::String, #v>),
-                    })
+                    Ok(if lean { lean_type("Map", [v]) } else { global_type(&["std", "collections", "BTreeMap"], [string_type(), v]) })
                 }
-                _ => Ok(value),
+                _ => Ok(value()),
             },
-            None => Ok(value),
+            None => Ok(value()),
             Some(other) => Err(self.err(&format!("{ptr}/type"), format!("unsupported type {other:?}"))),
         }
     }
 
-    fn object(&mut self, schema: &Value, hint: &str, ptr: &str) -> Result<TokenStream> {
+    fn object(&mut self, schema: &Value, hint: &str, ptr: &str) -> Result<syn::Type> {
         let name = self.names.take(hint, "");
         let ident = format_ident!("{}", name);
         let required = required_set(schema);
@@ -519,59 +526,54 @@ impl<'a> TypeGen<'a> {
             let pptr = format!("{ptr}/properties/{}", pointer_segment(pname));
             fields.push(self.field(&name, pname, pschema, required.contains(pname.as_str()), &pptr, &mut field_names, true)?);
         }
-        let doc = docs(schema);
+        let mut attrs = doc_attrs(schema);
         if self.lean {
             let lean = lean_path();
             // Decoded through `from_fields!`, or serde's derive when unknown fields are kept (in
             // a flattened map).
             let (decode, deserialize) = if preserve {
-                (TokenStream::new(), quote!(, ::informer_runtime::reexports::serde::Deserialize))
+                (None, quote!(, ::informer_runtime::reexports::serde::Deserialize))
             } else {
-                (from_fields(&ident, &fields, false, false), TokenStream::new())
+                (Some(from_fields(&ident, &fields, false, false)), TokenStream::new())
             };
-            let mut fields: Vec<TokenStream> = fields.into_iter().map(|f| f.tokens).collect();
+            let mut fields: Vec<syn::Field> = fields.into_iter().map(|f| f.field).collect();
             if preserve {
                 fields.push(self.lean_extra_field());
             }
-            self.items.push(quote! {
-                #doc
-                #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash,
-                    ::informer_runtime::reexports::serde::Serialize #deserialize)]
-                #[serde(crate = #SERDE)]
-                pub struct #ident {
-                    #(#fields)*
-                }
-
-                #decode
-
+            attrs.extend(derive_attrs(quote!(
+                ::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash,
+                ::informer_runtime::reexports::serde::Serialize #deserialize
+            )));
+            self.items.push(syntax::pub_struct(attrs, ident.clone(), fields));
+            self.items.extend(decode);
+            let interned = syntax::parse_items(self.file, quote! {
                 impl #lean::Interned for #ident {
                     fn table() -> &'static #lean::InternTable<Self> {
                         static TABLE: #lean::InternTable<#ident> = #lean::InternTable::new();
                         &TABLE
                     }
                 }
-            });
-            return Ok(quote!(#lean::Shared<#ident>));
+            })?;
+            self.items.extend(interned);
+            return Ok(lean_type("Shared", [named_type(ident)]));
         }
         let decode = from_fields(&ident, &fields, false, preserve);
-        let mut fields: Vec<TokenStream> = fields.into_iter().map(|f| f.tokens).collect();
+        let mut fields: Vec<syn::Field> = fields.into_iter().map(|f| f.field).collect();
         if preserve {
             fields.push(extra_field(true));
         }
-        let derives = derives();
-        self.items.push(quote! {
-            #doc
-            #derives
-            pub struct #ident {
-                #(#fields)*
-            }
-
-            #decode
-        });
-        Ok(quote!(#ident))
+        attrs.extend(derive_attrs(quote!(
+            ::std::clone::Clone,
+            ::std::fmt::Debug,
+            ::std::cmp::PartialEq,
+            ::informer_runtime::reexports::serde::Serialize
+        )));
+        self.items.push(syntax::pub_struct(attrs, ident.clone(), fields));
+        self.items.push(decode);
+        Ok(named_type(ident))
     }
 
-    fn string_enum(&mut self, schema: &Value, hint: &str, values: &[&str]) -> TokenStream {
+    fn string_enum(&mut self, schema: &Value, hint: &str, values: &[&str]) -> Result<syn::Type> {
         let name = self.names.take(hint, "");
         let ident = format_ident!("{}", name);
         let mut variants = UniqueNames::default();
@@ -591,7 +593,7 @@ impl<'a> TypeGen<'a> {
         let vstrs: Vec<_> = arms.iter().map(|(_, v)| *v).collect();
         let vdocs: Vec<_> = vstrs.iter().map(|v| format!(" `{v}`")).collect();
         let doc = docs(schema);
-        self.items.push(quote! {
+        let items = syntax::parse_items(self.file, quote! {
             #doc
             #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash, ::std::cmp::PartialOrd, ::std::cmp::Ord)]
             pub enum #ident {
@@ -634,14 +636,15 @@ impl<'a> TypeGen<'a> {
                     ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::#other)
                 }
             }
-        });
-        quote!(#ident)
+        })?;
+        self.items.extend(items);
+        Ok(named_type(ident))
     }
 }
 
 struct Field {
     ident: proc_macro2::Ident,
-    tokens: TokenStream,
+    field: syn::Field,
     optional: bool,
     /// The name on the wire.
     pname: String,
