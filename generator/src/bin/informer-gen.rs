@@ -7,6 +7,10 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use informer_gen::{Config, Layout, load_resources};
 
+/// mimalloc: a run is mostly the allocation and freeing of small syntax-tree nodes.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "informer-gen",
