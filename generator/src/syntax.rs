@@ -18,7 +18,7 @@ pub fn doc_attr(text: &str) -> syn::Attribute {
     outer_attr(syn::Meta::NameValue(syn::MetaNameValue {
         path: ident_path("doc"),
         eq_token: Default::default(),
-        value: syn::Expr::Lit(syn::ExprLit { attrs: Vec::new(), lit: syn::Lit::Str(syn::LitStr::new(text, Span::call_site())) }),
+        value: str_expr(text),
     }))
 }
 
@@ -124,6 +124,45 @@ pub fn module(name: &str, inner_attrs: Vec<syn::Attribute>, items: Vec<syn::Item
         content: Some((Default::default(), items)),
         semi: None,
     })
+}
+
+/// `pat => body,` (a match arm).
+pub fn arm(pat: syn::Pat, body: syn::Expr) -> syn::Arm {
+    syn::Arm { attrs: Vec::new(), pat, guard: None, fat_arrow_token: Default::default(), body: Box::new(body), comma: Some(Default::default()) }
+}
+
+/// `Self::variant`.
+pub fn self_path(variant: &Ident) -> syn::Path {
+    syn::Path { leading_colon: None, segments: [syn::PathSegment::from(Ident::new("Self", Span::call_site())), syn::PathSegment::from(variant.clone())].into_iter().collect() }
+}
+
+/// `path` as a pattern.
+pub fn path_pat(path: syn::Path) -> syn::Pat {
+    syn::Pat::Path(syn::ExprPath { attrs: Vec::new(), qself: None, path })
+}
+
+/// `path` as an expression.
+pub fn path_expr(path: syn::Path) -> syn::Expr {
+    syn::Expr::Path(syn::ExprPath { attrs: Vec::new(), qself: None, path })
+}
+
+/// `"text"` as a pattern.
+pub fn str_pat(text: &str) -> syn::Pat {
+    syn::Pat::Lit(str_lit(text))
+}
+
+/// `"text"` as an expression.
+pub fn str_expr(text: &str) -> syn::Expr {
+    syn::Expr::Lit(str_lit(text))
+}
+
+fn str_lit(text: &str) -> syn::ExprLit {
+    syn::ExprLit { attrs: Vec::new(), lit: syn::Lit::Str(syn::LitStr::new(text, Span::call_site())) }
+}
+
+/// `func(args…)`.
+pub fn call(func: syn::Path, args: Vec<syn::Expr>) -> syn::Expr {
+    syn::Expr::Call(syn::ExprCall { attrs: Vec::new(), func: Box::new(path_expr(func)), paren_token: Default::default(), args: args.into_iter().collect() })
 }
 
 /// The items of generated `tokens`; an error names `file` (generated code that does not

@@ -589,56 +589,118 @@ impl<'a> TypeGen<'a> {
         }
         let other = variants.take("Other", "");
         let other = format_ident!("{}", other);
-        let vids: Vec<_> = arms.iter().map(|(n, _)| format_ident!("{}", n)).collect();
-        let vstrs: Vec<_> = arms.iter().map(|(_, v)| *v).collect();
-        let vdocs: Vec<_> = vstrs.iter().map(|v| format!(" `{v}`")).collect();
-        let doc = docs(schema);
-        let items = syntax::parse_items(self.file, quote! {
-            #doc
-            #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash, ::std::cmp::PartialOrd, ::std::cmp::Ord)]
-            pub enum #ident {
-                #( #[doc = #vdocs] #vids, )*
-                /// A value the schema does not list (kept as sent).
-                #other(::std::string::String),
-            }
-
-            impl #ident {
-                /// The value as sent on the wire.
-                pub fn as_str(&self) -> &str {
-                    match self {
-                        #( Self::#vids => #vstrs, )*
-                        Self::#other(s) => s,
-                    }
-                }
-
-                fn known(s: &str) -> ::std::option::Option<Self> {
-                    match s {
-                        #( #vstrs => ::std::option::Option::Some(Self::#vids), )*
-                        _ => ::std::option::Option::None,
-                    }
-                }
-            }
-
-            impl ::std::convert::From<&str> for #ident {
-                fn from(s: &str) -> Self {
-                    Self::known(s).unwrap_or_else(|| Self::#other(::std::string::String::from(s)))
-                }
-            }
-
-            impl ::informer_runtime::reexports::serde::Serialize for #ident {
-                fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
-                    serializer.serialize_str(self.as_str())
-                }
-            }
-
-            impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for #ident {
-                fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
-                    ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::#other)
-                }
-            }
-        })?;
+        let arms: Vec<(proc_macro2::Ident, &str)> = arms.into_iter().map(|(n, v)| (format_ident!("{}", n), v)).collect();
+        let items = string_enum_items(doc_attrs(schema), &ident, &other, &arms);
         self.items.extend(items);
         Ok(named_type(ident))
+    }
+}
+
+/// The placeholder names of the string enum template: the enum's, and its other value's.
+const ENUM: &str = "__Enum";
+const OTHER: &str = "__Other";
+
+/// The items of the placeholder string enum, without values: the fixed part of every
+/// string enum, parsed once per thread.
+fn string_enum_template() -> Vec<syn::Item> {
+    let (ident, other) = (format_ident!("{ENUM}"), format_ident!("{OTHER}"));
+    let tokens = quote! {
+        #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash, ::std::cmp::PartialOrd, ::std::cmp::Ord)]
+        pub enum #ident {
+            /// A value the schema does not list (kept as sent).
+            #other(::std::string::String),
+        }
+
+        impl #ident {
+            /// The value as sent on the wire.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    Self::#other(s) => s,
+                }
+            }
+
+            fn known(s: &str) -> ::std::option::Option<Self> {
+                match s {
+                    _ => ::std::option::Option::None,
+                }
+            }
+        }
+
+        impl ::std::convert::From<&str> for #ident {
+            fn from(s: &str) -> Self {
+                Self::known(s).unwrap_or_else(|| Self::#other(::std::string::String::from(s)))
+            }
+        }
+
+        impl ::informer_runtime::reexports::serde::Serialize for #ident {
+            fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for #ident {
+            fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::#other)
+            }
+        }
+    };
+    syn::parse2::<syn::File>(tokens).expect("the string enum template parses").items
+}
+
+thread_local! {
+    static STRING_ENUM: Vec<syn::Item> = string_enum_template();
+}
+
+/// A string enum `ident` documented by `docs`: a variant per `(variant, value)` of `arms`,
+/// then `other(String)`; `as_str`, `known`, `From<&str>`, `Serialize` and `Deserialize`.
+/// The template's clone with its names replaced and the arms put in, as it would parse from
+/// the same code written out.
+fn string_enum_items(docs: Vec<syn::Attribute>, ident: &proc_macro2::Ident, other: &proc_macro2::Ident, arms: &[(proc_macro2::Ident, &str)]) -> Vec<syn::Item> {
+    let mut items = STRING_ENUM.with(Clone::clone);
+    let mut names = Renamer { ident, other };
+    for item in &mut items {
+        syn::visit_mut::VisitMut::visit_item_mut(&mut names, item);
+    }
+    // The template's shape is fixed above: an enum, then an impl of `as_str` and `known`.
+    let [syn::Item::Enum(e), syn::Item::Impl(fns), ..] = &mut items[..] else { unreachable!("the string enum template starts with its enum and its fns") };
+    e.attrs.splice(0..0, docs);
+    let mut variants: syn::punctuated::Punctuated<syn::Variant, syn::Token![,]> = arms
+        .iter()
+        .map(|(vid, value)| syn::Variant { attrs: vec![doc_attr(&format!(" `{value}`"))], ident: vid.clone(), fields: syn::Fields::Unit, discriminant: None })
+        .collect();
+    variants.push_punct(Default::default());
+    variants.extend(std::mem::take(&mut e.variants).into_pairs());
+    e.variants = variants;
+    let mut matches = fns.items.iter_mut().filter_map(|f| match f {
+        syn::ImplItem::Fn(f) => match f.block.stmts.first_mut() {
+            Some(syn::Stmt::Expr(syn::Expr::Match(m), None)) => Some(m),
+            _ => None,
+        },
+        _ => None,
+    });
+    let (Some(as_str), Some(known)) = (matches.next(), matches.next()) else { unreachable!("as_str and known are one match each") };
+    as_str.arms.splice(0..0, arms.iter().map(|(vid, value)| syntax::arm(syntax::path_pat(syntax::self_path(vid)), syntax::str_expr(value))));
+    let some = syntax::global_path(&["std", "option", "Option", "Some"]);
+    known.arms.splice(
+        0..0,
+        arms.iter().map(|(vid, value)| syntax::arm(syntax::str_pat(value), syntax::call(some.clone(), vec![syntax::path_expr(syntax::self_path(vid))]))),
+    );
+    items
+}
+
+/// Replaces the template's placeholder names.
+struct Renamer<'a> {
+    ident: &'a proc_macro2::Ident,
+    other: &'a proc_macro2::Ident,
+}
+
+impl syn::visit_mut::VisitMut for Renamer<'_> {
+    fn visit_ident_mut(&mut self, id: &mut proc_macro2::Ident) {
+        if id == ENUM {
+            *id = self.ident.clone();
+        } else if id == OTHER {
+            *id = self.other.clone();
+        }
     }
 }
 
@@ -666,4 +728,67 @@ enum Slot {
 
 fn required_set(schema: &Value) -> BTreeSet<&str> {
     schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A string enum built from the template prints as the same enum written out and parsed.
+    #[test]
+    fn string_enum_items_print_as_the_enum_written_out() {
+        let (ident, other) = (format_ident!("Mode"), format_ident!("Other"));
+        let arms = [(format_ident!("Fast"), "fast"), (format_ident!("Quote"), "a \"b\"")];
+        let built = string_enum_items(vec![doc_attr(" How.")], &ident, &other, &arms);
+        let written = quote! {
+            #[doc = " How."]
+            #[derive(::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash, ::std::cmp::PartialOrd, ::std::cmp::Ord)]
+            pub enum Mode {
+                #[doc = " `fast`"]
+                Fast,
+                #[doc = " `a \"b\"`"]
+                Quote,
+                /// A value the schema does not list (kept as sent).
+                Other(::std::string::String),
+            }
+            impl Mode {
+                /// The value as sent on the wire.
+                pub fn as_str(&self) -> &str {
+                    match self {
+                        Self::Fast => "fast",
+                        Self::Quote => "a \"b\"",
+                        Self::Other(s) => s,
+                    }
+                }
+                fn known(s: &str) -> ::std::option::Option<Self> {
+                    match s {
+                        "fast" => ::std::option::Option::Some(Self::Fast),
+                        "a \"b\"" => ::std::option::Option::Some(Self::Quote),
+                        _ => ::std::option::Option::None,
+                    }
+                }
+            }
+            impl ::std::convert::From<&str> for Mode {
+                fn from(s: &str) -> Self {
+                    Self::known(s).unwrap_or_else(|| Self::Other(::std::string::String::from(s)))
+                }
+            }
+            impl ::informer_runtime::reexports::serde::Serialize for Mode {
+                fn serialize<S: ::informer_runtime::reexports::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                    serializer.serialize_str(self.as_str())
+                }
+            }
+            impl<'de> ::informer_runtime::reexports::serde::Deserialize<'de> for Mode {
+                fn deserialize<D: ::informer_runtime::reexports::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                    ::informer_runtime::codegen::deserialize_str_enum(deserializer, Self::known, Self::Other)
+                }
+            }
+        };
+        let parsed = syntax::parse_items(Path::new("t.rs"), written).unwrap_or_default();
+        assert_eq!(parsed.len(), 5);
+        let print = |items: Vec<syn::Item>| prettyplease::unparse(&syn::File { shebang: None, attrs: Vec::new(), items });
+        let text = print(built);
+        assert_eq!(text, print(parsed));
+        assert!(text.contains("Self::Quote => \"a \\\"b\\\"\","), "{text}");
+    }
 }
