@@ -238,8 +238,11 @@ impl Config {
         let mut defs = lean::Definitions::new();
         let all = resources_of(&self.inputs, &input_files, (!self.lean.is_empty()).then_some(&mut defs))?;
         let chosen = emit::informer_resources(&all);
+        // Where each chosen resource sits in `all`, to move it out once the tree that
+        // borrows it is printed (a clone would copy every schema, on this thread).
+        let at: std::collections::HashMap<*const Resource, usize> = all.iter().enumerate().map(|(i, r)| (r as *const Resource, i)).collect();
+        let order: Vec<usize> = chosen.iter().filter_map(|&r| at.get(&(r as *const Resource)).copied()).collect();
         let tree = emit::emit(&chosen, &self.externs, &self.lean, &defs, self.protobuf)?;
-        let resources: Vec<Resource> = chosen.into_iter().cloned().collect();
         let mut files = BTreeMap::new();
         match &self.layout {
             Layout::SingleFile(name) => {
@@ -252,6 +255,9 @@ impl Config {
                 files.insert(out_dir.join("Cargo.toml"), package_manifest(name, &self.runtime_path));
             }
         }
+        drop(tree);
+        let mut all: Vec<Option<Resource>> = all.into_iter().map(Some).collect();
+        let resources = order.into_iter().filter_map(|i| all[i].take()).collect();
         Ok(Rendered { out_dir, files, resources, input_files })
     }
 

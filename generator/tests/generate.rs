@@ -89,6 +89,18 @@ fn same_input_same_bytes() {
 }
 
 #[test]
+fn rendered_resources_are_the_informer_resources_in_order_with_their_schemas() {
+    let mut c = Config::new();
+    c.input(sample_schemas()).out_dir(tmp("rendered-resources")).layout(Layout::ModuleTree).rerun_if_changed(false);
+    let rendered = c.render().unwrap();
+    let loaded = informer_gen::load_resources(&[sample_schemas()]).unwrap();
+    let want: Vec<String> = informer_gen::emit::informer_resources(&loaded).iter().map(|r| format!("{r:?}")).collect();
+    let got: Vec<String> = rendered.resources.iter().map(|r| format!("{r:?}")).collect();
+    assert!(!got.is_empty());
+    assert!(got == want, "the rendered resources are not the informer resources, in order, whole");
+}
+
+#[test]
 fn committed_generated_sample_is_up_to_date() {
     let mut c = Config::new();
     c.input(sample_schemas())
