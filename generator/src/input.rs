@@ -69,7 +69,7 @@ pub fn read(file: &Path) -> Result<Vec<Document>> {
     Ok(out)
 }
 
-fn classify(file: &Path, v: Value, at: String, out: &mut Vec<Document>) -> Result<()> {
+fn classify(file: &Path, mut v: Value, at: String, out: &mut Vec<Document>) -> Result<()> {
     if v.get("swagger").is_some() && v.get("paths").is_some() {
         out.push(Document::OpenApiV2(v));
         return Ok(());
@@ -83,7 +83,7 @@ fn classify(file: &Path, v: Value, at: String, out: &mut Vec<Document>) -> Resul
     match (api_version, kind) {
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => out.push(Document::Crd(v, at)),
         (_, "CustomResourceDefinitionList" | "List") => {
-            let Some(Value::Array(items)) = v.get("items").cloned() else {
+            let Some(Value::Array(items)) = v.get_mut("items").map(Value::take) else {
                 return Err(Error::new(file, format!("{at}/items"), "a list without items"));
             };
             for (i, item) in items.into_iter().enumerate() {
@@ -102,4 +102,32 @@ fn classify(file: &Path, v: Value, at: String, out: &mut Vec<Document>) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_of_crds_gives_each_with_its_pointer_and_a_list_without_items_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("informer-gen-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let crd = |name: &str| format!("{{\"apiVersion\": \"apiextensions.k8s.io/v1\", \"kind\": \"CustomResourceDefinition\", \"metadata\": {{\"name\": \"{name}\"}}}}");
+        let list = dir.join("list.json");
+        std::fs::write(&list, format!("{{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{}, {}]}}", crd("a"), crd("b"))).unwrap();
+        let docs = read(&list).unwrap();
+        let got: Vec<(String, String)> = docs
+            .iter()
+            .map(|d| match d {
+                Document::Crd(v, at) => (v["metadata"]["name"].as_str().unwrap_or_default().to_string(), at.clone()),
+                _ => (String::new(), String::new()),
+            })
+            .collect();
+        assert_eq!(got, [("a".to_string(), "/items/0".to_string()), ("b".to_string(), "/items/1".to_string())]);
+        let empty = dir.join("empty.json");
+        std::fs::write(&empty, "{\"apiVersion\": \"v1\", \"kind\": \"List\"}").unwrap();
+        let Err(e) = read(&empty) else { panic!("a list without items was read") };
+        assert!(e.to_string().contains("/items") && e.to_string().contains("empty.json"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
