@@ -61,9 +61,14 @@ impl ExternPaths {
 /// The resources that get informers: list and watch, one per GVR (the first by source
 /// file wins when several inputs describe the same GVR).
 pub fn informer_resources(resources: &[Resource]) -> Vec<&Resource> {
-    let mut by_gvr: BTreeMap<(&str, &str, &str), &Resource> = BTreeMap::new();
-    for r in resources.iter().filter(|r| r.has_informer()) {
-        by_gvr.entry((&r.group, &r.version, &r.plural)).or_insert(r);
+    informer_resource_indices(resources).into_iter().map(|i| &resources[i]).collect()
+}
+
+/// Where in `resources` the [`informer_resources`] are, in their order.
+pub fn informer_resource_indices(resources: &[Resource]) -> Vec<usize> {
+    let mut by_gvr: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
+    for (i, r) in resources.iter().enumerate().filter(|(_, r)| r.has_informer()) {
+        by_gvr.entry((&r.group, &r.version, &r.plural)).or_insert(i);
     }
     by_gvr.into_values().collect()
 }

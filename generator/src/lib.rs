@@ -237,11 +237,10 @@ impl Config {
         let input_files = input::collect_files(&self.inputs)?;
         let mut defs = lean::Definitions::new();
         let all = resources_of(&self.inputs, &input_files, (!self.lean.is_empty()).then_some(&mut defs))?;
-        let chosen = emit::informer_resources(&all);
-        // Where each chosen resource sits in `all`, to move it out once the tree that
-        // borrows it is printed (a clone would copy every schema, on this thread).
-        let at: std::collections::HashMap<*const Resource, usize> = all.iter().enumerate().map(|(i, r)| (r as *const Resource, i)).collect();
-        let order: Vec<usize> = chosen.iter().filter_map(|&r| at.get(&(r as *const Resource)).copied()).collect();
+        // By index, to move the chosen resources out of `all` once the tree that borrows them
+        // is printed (a clone would copy every schema, on this thread).
+        let order = emit::informer_resource_indices(&all);
+        let chosen: Vec<&Resource> = order.iter().map(|&i| &all[i]).collect();
         let tree = emit::emit(&chosen, &self.externs, &self.lean, &defs, self.protobuf)?;
         let mut files = BTreeMap::new();
         match &self.layout {

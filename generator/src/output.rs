@@ -90,10 +90,10 @@ impl<'a> ModuleTree<'a> {
     pub fn to_files(&self, dir: &Path, root_file: &str, out: &mut BTreeMap<PathBuf, String>) -> Result<()> {
         let mut files = Vec::new();
         self.files_at(dir.join(root_file), dir, &mut files);
-        let jobs: Vec<(&Path, &Deferred<'a>)> = files.iter().flat_map(|(path, tree)| tree.deferred.iter().map(move |d| (path.as_path(), d))).collect();
+        let jobs: Vec<&Deferred<'a>> = files.iter().flat_map(|(_, tree)| &tree.deferred).collect();
         let (printed, heads) = crate::parallel::map_with(
             &jobs,
-            |&(_, deferred)| run_printed(deferred, |items| print(Vec::new(), items)),
+            |deferred| run_printed(deferred, |items| print(Vec::new(), items)),
             || files.iter().map(|(path, tree)| tree.head(path)).collect::<Vec<_>>(),
         );
         let mut printed = printed.into_iter();

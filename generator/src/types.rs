@@ -107,18 +107,18 @@ fn doc_attrs(schema: &Value) -> Vec<syn::Attribute> {
         }
         text.push_str(&format!("Default (applied by the server): `{d}`."));
     }
-    doc_texts(&text).iter().map(|l| doc_attr(l)).collect()
+    text_doc_attrs(&text)
 }
 
 /// `#[doc]` attributes for `text`.
 pub fn doc_lines(text: &str) -> TokenStream {
-    let lines = doc_texts(text);
-    quote! { #( #[doc = #lines] )* }
+    let attrs = text_doc_attrs(text);
+    quote!(#(#attrs)*)
 }
 
-/// The `#[doc]` texts of `text`'s lines: trimmed (leading spaces would make indented code
+/// `#[doc]` attributes for `text`'s lines: trimmed (leading spaces would make indented code
 /// blocks, which rustdoc runs as tests) except inside fences, which are marked as `text`.
-fn doc_texts(text: &str) -> Vec<String> {
+fn text_doc_attrs(text: &str) -> Vec<syn::Attribute> {
     let mut lines = Vec::new();
     let mut in_fence = false;
     for line in text.lines() {
@@ -136,7 +136,7 @@ fn doc_texts(text: &str) -> Vec<String> {
     if in_fence {
         lines.push("```".into());
     }
-    lines.into_iter().map(|l| if l.is_empty() { l } else { format!(" {l}") }).collect()
+    lines.into_iter().map(|l| doc_attr(&if l.is_empty() { l } else { format!(" {l}") })).collect()
 }
 
 /// The map of the fields a preserve-unknown-fields schema does not name; `flatten`: written
