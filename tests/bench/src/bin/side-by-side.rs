@@ -3,11 +3,13 @@
 //! process several times, and prints one Markdown table with ratios.
 //!
 //! ```text
-//! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out BENCHMARKS.md]
+//! cargo run --release -p informer-gen-bench --bin side-by-side -- [--n 10000] [--runs 5] [--out bench-run.md]
 //!     [--sections sync,listers,memory,generator,check,check-projects,events] [--workloads configmaps,pods-shared,pods-unique,servicemonitors] [--groups kept,dropped,metadata] [--events N] [--paced-events 3000] [--rate 1000]
 //!     [--list-delay 20ms]
 //! ```
 //!
+//! `--out` writes the machine line and the tables to that file, replacing it (`BENCHMARKS.md`
+//! keeps runs with notes written by hand, so it is not the file to pass).
 //! `--list-delay` makes the replay server wait that long (a Go duration) before each list
 //! page, as a real API server takes time to serve one. `--groups` selects rows in the sync
 //! section (full objects, managedFields dropped, metadata-only informers) and in the memory
